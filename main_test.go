@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	// Sets dummy DAGGER_SESSION_PORT/TOKEN before internal/dagger's init
+	// runs; see the package comment for why the order is guaranteed.
+	"github.com/patina-dev/patina/internal/dagenv"
+	"github.com/patina-dev/patina/internal/dagger"
+	"github.com/patina-dev/patina/internal/pipeline"
+	"github.com/patina-dev/patina/internal/wsglue"
+)
+
+// TestInitOrder checks that internal/dagenv ran before internal/dagger's
+// init (had it not, this binary would have panicked before any test).
+func TestInitOrder(t *testing.T) {
+	if got := os.Getenv("DAGGER_SESSION_PORT"); got != dagenv.Port {
+		t.Errorf("DAGGER_SESSION_PORT: exp %q, got %q", dagenv.Port, got)
+	}
+	if got := os.Getenv("DAGGER_SESSION_TOKEN"); got != dagenv.Token {
+		t.Errorf("DAGGER_SESSION_TOKEN: exp %q, got %q", dagenv.Token, got)
+	}
+	if dag == nil {
+		t.Fatal("dag is nil")
+	}
+}
+
+// TestFunctionsAreLazy builds every function's result without an engine:
+// building the query must not panic or fail; only running it may, and then
+// with the engine connection refused.
+func TestFunctionsAreLazy(t *testing.T) {
+	m := New(dag.Directory())
+
+	bin, err := m.Build("linux/arm64", "v1.2.3")
+	if err != nil || bin == nil {
+		t.Fatalf("Build: exp a file, got %v, %v", bin, err)
+	}
+	img, err := m.BuildImage("", "")
+	if err != nil || img == nil {
+		t.Fatalf("BuildImage: exp a container, got %v, %v", img, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = bin.Size(ctx)
+	assertConnRefused(t, "Build(...).Size", err)
+	_, err = img.Stdout(ctx)
+	assertConnRefused(t, "BuildImage(...).Stdout", err)
+	_, err = m.Test(ctx, false)
+	assertConnRefused(t, "Test", err)
+	_, err = m.Test(ctx, true)
+	assertConnRefused(t, "Test(integration)", err)
+	_, err = m.Lint(ctx)
+	assertConnRefused(t, "Lint", err)
+
+	// The workspace functions ask the engine for the sidecar's endpoint
+	// once their arguments are known to be good.
+	ws := m.Workspace(testSidecar(), dag.SetSecret("token", "t"), "w")
+	_, err = ws.List(ctx, "table")
+	assertConnRefused(t, "Workspace(...).List", err)
+	_, err = ws.Create(ctx, "/src/app", "main")
+	assertConnRefused(t, "Workspace(...).Create", err)
+	_, err = ws.Exec(ctx, "go test ./...", "default", 1000, true, false)
+	assertConnRefused(t, "Workspace(...).Exec", err)
+	_, err = ws.Diff(ctx)
+	assertConnRefused(t, "Workspace(...).Diff", err)
+	_, err = ws.Commit(ctx, "message")
+	assertConnRefused(t, "Workspace(...).Commit", err)
+	_, err = ws.Merge(ctx, "")
+	assertConnRefused(t, "Workspace(...).Merge", err)
+	_, err = ws.Delete(ctx, false)
+	assertConnRefused(t, "Workspace(...).Delete", err)
+}
+
+// testSidecar is what --sidecar tcp://localhost:7070 gives the module.
+func testSidecar() *dagger.Service {
+	return dag.Host().Service([]dagger.PortForward{{Frontend: 7070, Backend: 7070}})
+}
+
+func assertConnRefused(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("%s: exp a refused engine connection, got %v", what, err)
+	}
+}
+
+// TestArgumentsAreValidated checks that bad arguments fail the call before
+// anything is sent to the engine.
+func TestArgumentsAreValidated(t *testing.T) {
+	m := New(dag.Directory())
+	for _, tc := range []struct {
+		name     string
+		platform string
+		version  string
+	}{
+		{"platform without arch", "linux", ""},
+		{"unknown arm variant", "linux/arm/v9", ""},
+		{"version with a space", "", "1.0 beta"},
+		{"version with a quote", "", `1.0"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := m.Build(dagger.Platform(tc.platform), tc.version); err == nil {
+				t.Error("Build: exp an error, got nil")
+			}
+			if _, err := m.BuildImage(dagger.Platform(tc.platform), tc.version); err == nil {
+				t.Error("BuildImage: exp an error, got nil")
+			}
+		})
+	}
+}
+
+// TestWorkspaceArgumentsAreValidated checks that the workspace functions
+// refuse bad arguments before asking the engine for anything (had they
+// asked, the error would be a refused connection instead).
+func TestWorkspaceArgumentsAreValidated(t *testing.T) {
+	m := New(dag.Directory())
+	secret := dag.SetSecret("token", "t")
+	unnamed := m.Workspace(testSidecar(), secret, "")
+	named := m.Workspace(testSidecar(), secret, "w")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		call func() (string, error)
+		exp  error
+	}{
+		{"exec without --name", func() (string, error) { return unnamed.Exec(ctx, "true", "default", 0, false, false) }, wsglue.ErrNoWorkspace},
+		{"diff without --name", func() (string, error) { return unnamed.Diff(ctx) }, wsglue.ErrNoWorkspace},
+		{"commit without --name", func() (string, error) { return unnamed.Commit(ctx, "m") }, wsglue.ErrNoWorkspace},
+		{"merge without --name", func() (string, error) { return unnamed.Merge(ctx, "") }, wsglue.ErrNoWorkspace},
+		{"delete without --name", func() (string, error) { return unnamed.Delete(ctx, false) }, wsglue.ErrNoWorkspace},
+		{"create with a relative repo", func() (string, error) { return named.Create(ctx, ".", "") }, wsglue.ErrInvalid},
+		{"create with a base but no repo", func() (string, error) { return named.Create(ctx, "", "main") }, wsglue.ErrInvalid},
+		{"list in an unknown format", func() (string, error) { return named.List(ctx, "yaml") }, wsglue.ErrInvalid},
+		{"exec of nothing", func() (string, error) { return named.Exec(ctx, " ", "default", 0, false, false) }, wsglue.ErrInvalid},
+		{"exec with a negative timeout", func() (string, error) { return named.Exec(ctx, "true", "default", -1, false, false) }, wsglue.ErrInvalid},
+		{"commit without a message", func() (string, error) { return named.Commit(ctx, "") }, wsglue.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tc.call()
+			if !errors.Is(err, tc.exp) {
+				t.Errorf("exp %v, got %q, %v", tc.exp, out, err)
+			}
+		})
+	}
+}
+
+// TestObjectNamesAvoidCoreTypes checks that no object of the module is
+// named like a type of the engine's API. The engine namespaces a module's
+// objects (Workspace would become PatinaWorkspace) only when the name is
+// not already a known type; core has a Workspace, so an object named
+// Workspace would be taken for core's (dagger core/module.go,
+// namespaceTypeDef). Hence PatinaWorkspace.
+func TestObjectNamesAvoidCoreTypes(t *testing.T) {
+	core := map[string]bool{}
+	fset := token.NewFileSet()
+	api, err := parser.ParseFile(fset, "internal/dagger/dagger.gen.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, decl := range api.Decls {
+		if d, ok := decl.(*ast.GenDecl); ok && d.Tok == token.TYPE {
+			for _, spec := range d.Specs {
+				core[spec.(*ast.TypeSpec).Name.Name] = true
+			}
+		}
+	}
+	if !core["Workspace"] || !core["Container"] {
+		t.Fatalf("exp core's Workspace and Container among the API's types, got %d types", len(core))
+	}
+	for _, name := range objectNames(t) {
+		if core[name] {
+			t.Errorf("object %s: named like the engine's type %s; prefix it with Patina", name, name)
+		}
+	}
+}
+
+// objectNames returns main.go's exported struct types (the module's objects).
+func objectNames(t *testing.T) []string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, decl := range file.Decls {
+		if d, ok := decl.(*ast.GenDecl); ok && d.Tok == token.TYPE {
+			for _, spec := range d.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if _, ok := ts.Type.(*ast.StructType); ok && ts.Name.IsExported() {
+					names = append(names, ts.Name.Name)
+				}
+			}
+		}
+	}
+	return names
+}
+
+// TestHelpText checks that the module, its objects, their fields and every
+// function and argument have doc comments: they are what `dagger call
+// --help` and `dagger functions` show.
+func TestHelpText(t *testing.T) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "main.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text(file.Doc) == "" {
+		t.Error("main.go: no package (module) description")
+	}
+
+	objects := map[string]bool{}
+	for _, name := range objectNames(t) {
+		objects[name] = true
+	}
+	functions := 0
+	for _, decl := range file.Decls {
+		switch d := decl.(type) {
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				ts, ok := spec.(*ast.TypeSpec)
+				if !ok || !objects[ts.Name.Name] {
+					continue
+				}
+				if text(d.Doc) == "" {
+					t.Errorf("type %s: no doc comment", ts.Name.Name)
+				}
+				st := ts.Type.(*ast.StructType)
+				for _, f := range st.Fields.List {
+					for _, n := range f.Names {
+						if n.IsExported() && text(f.Doc) == "" {
+							t.Errorf("field %s.%s: no doc comment", ts.Name.Name, n.Name)
+						}
+					}
+				}
+			}
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() || !(d.Name.Name == "New" || objects[receiver(d)]) {
+				continue
+			}
+			functions++
+			if text(d.Doc) == "" {
+				t.Errorf("%s: no doc comment", d.Name.Name)
+			}
+			for _, p := range params(file, d) {
+				if isContext(p.field.Type) {
+					continue
+				}
+				for _, n := range p.field.Names {
+					if text(p.doc) == "" {
+						t.Errorf("%s(%s): no doc comment on the argument", d.Name.Name, n.Name)
+					}
+				}
+			}
+		}
+	}
+	if functions < 13 {
+		t.Errorf("exp New, Build, BuildImage, Test, Lint, Workspace and its seven functions at least, found %d functions", functions)
+	}
+}
+
+// TestSourceIgnore checks that New's +ignore pragma is pipeline.SourceIgnore.
+func TestSourceIgnore(t *testing.T) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "main.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	found := false
+	for _, decl := range file.Decls {
+		d, ok := decl.(*ast.FuncDecl)
+		if !ok || d.Name.Name != "New" {
+			continue
+		}
+		for _, p := range params(file, d) {
+			if p.doc == nil {
+				continue
+			}
+			for _, c := range p.doc.List {
+				line := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
+				if list, ok := strings.CutPrefix(line, "+ignore="); ok {
+					found = true
+					if err := json.Unmarshal([]byte(list), &got); err != nil {
+						t.Fatalf("+ignore is not a JSON list: %v", err)
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("New: no +ignore pragma")
+	}
+	if exp := pipeline.SourceIgnore(); !slices.Equal(exp, got) {
+		t.Errorf("+ignore: exp %q, got %q", exp, got)
+	}
+}
+
+type param struct {
+	field *ast.Field
+	doc   *ast.CommentGroup
+}
+
+// params returns d's parameters with the comments written above each one
+// (go/parser attaches no Doc to parameters; Dagger reads them by position,
+// as this does).
+func params(file *ast.File, d *ast.FuncDecl) []param {
+	var out []param
+	lo := d.Type.Params.Opening
+	for _, f := range d.Type.Params.List {
+		p := param{field: f}
+		for _, g := range file.Comments {
+			if g.Pos() > lo && g.End() < f.Pos() {
+				p.doc = g
+			}
+		}
+		out = append(out, p)
+		lo = f.End()
+	}
+	return out
+}
+
+// receiver is the type name of a method's pointer receiver ("" otherwise).
+func receiver(d *ast.FuncDecl) string {
+	if d.Recv == nil || len(d.Recv.List) != 1 {
+		return ""
+	}
+	star, ok := d.Recv.List[0].Type.(*ast.StarExpr)
+	if !ok {
+		return ""
+	}
+	if id, ok := star.X.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+func isContext(e ast.Expr) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "context" && sel.Sel.Name == "Context"
+}
+
+// text is a comment's text without Dagger pragma lines (+optional, ...).
+func text(g *ast.CommentGroup) string {
+	if g == nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(g.Text(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "+") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,262 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Exec runs a command and waits for it. If ctx is cancelled first, the
+// command is stopped as by Signal(SIGINT) and the result comes back with the
+// context's error.
+func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	c, err := s.start(req, false)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	select {
+	case <-c.done:
+		return c.res, nil
+	case <-ctx.Done():
+		_ = s.stop(c, syscall.SIGINT, false)
+		select {
+		case <-c.done:
+			return c.res, ctx.Err()
+		case <-s.gone:
+			return ExecResult{}, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		}
+	case <-s.gone:
+		return ExecResult{}, fmt.Errorf("session %s: %w (the command keeps running)", s.id, ErrClosed)
+	}
+}
+
+// Start starts a command and returns its id at once. Wait, Command,
+// ReadOutput and Follow take the id. The command is not tied to ctx.
+func (s *Session) Start(ctx context.Context, req ExecRequest) (string, error) {
+	c, err := s.start(req, false)
+	if err != nil {
+		return "", err
+	}
+	return c.id, nil
+}
+
+// Wait waits for command id to finish and returns its result. Cancelling
+// ctx stops the waiting, not the command. For a command that finished
+// earlier (or before a reattach), the result is rebuilt from its files.
+func (s *Session) Wait(ctx context.Context, id string) (ExecResult, error) {
+	s.mu.Lock()
+	c := s.cur
+	res, recent := s.recent[id]
+	s.mu.Unlock()
+	if recent && (c == nil || c.id != id) {
+		return res, nil
+	}
+	if c != nil && c.id == id {
+		select {
+		case <-c.done:
+			return c.res, nil
+		case <-ctx.Done():
+			return ExecResult{}, ctx.Err()
+		case <-s.gone:
+			return ExecResult{}, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		}
+	}
+	ci, ok := s.hist.get(id)
+	if !ok {
+		return ExecResult{}, fmt.Errorf("command %s in session %s: %w", id, s.id, ErrNotFound)
+	}
+	return s.resultOf(ci), nil
+}
+
+// resultOf rebuilds the result of a finished command from history and files.
+func (s *Session) resultOf(ci CommandInfo) ExecResult {
+	f := filesFor(s.dir, ci.ID)
+	res := ExecResult{
+		CommandID:     ci.ID,
+		ExitCode:      -1,
+		Stdout:        readOutputResult(f.stdout, s.m.cfg.OutputLimit),
+		Stderr:        readOutputResult(f.stderr, s.m.cfg.OutputLimit),
+		TimedOut:      ci.TimedOut,
+		Interrupted:   ci.Interrupted,
+		Ended:         ci.Ended,
+		ShellReplaced: ci.Replaced,
+		StartedAt:     ci.StartedAt,
+	}
+	if ci.ExitCode != nil {
+		res.ExitCode = *ci.ExitCode
+	}
+	if ci.EndedAt != nil {
+		res.EndedAt = *ci.EndedAt
+	}
+	return res
+}
+
+// Command returns command id's history record.
+func (s *Session) Command(id string) (CommandInfo, error) {
+	ci, ok := s.hist.get(id)
+	if !ok {
+		return CommandInfo{}, fmt.Errorf("command %s in session %s: %w", id, s.id, ErrNotFound)
+	}
+	if ci.State != CommandRunning && ci.StdoutBytes+ci.StderrBytes > 0 {
+		f := filesFor(s.dir, id)
+		if _, err := os.Stat(f.stdout); err != nil {
+			if _, err := os.Stat(f.stderr); err != nil {
+				ci.OutputPruned = true
+			}
+		}
+	}
+	return ci, nil
+}
+
+// History returns every command of the session, oldest first.
+func (s *Session) History() []CommandInfo { return s.hist.all() }
+
+// SetEnv exports env in the session's shell (and unsets the names in
+// unset). It runs like a command, so it fails with ErrBusy while one runs;
+// it does not appear in the history.
+func (s *Session) SetEnv(ctx context.Context, env map[string]string, unset []string) error {
+	var b strings.Builder
+	for k := range env {
+		if !ValidEnvName(k) {
+			return fmt.Errorf("set env: %w: %q is not a valid variable name", ErrInvalid, k)
+		}
+	}
+	for _, k := range unset {
+		if !ValidEnvName(k) {
+			return fmt.Errorf("set env: %w: %q is not a valid variable name", ErrInvalid, k)
+		}
+		fmt.Fprintf(&b, `\builtin unset -v %s; `, k)
+	}
+	b.WriteString(exportScript(env))
+	c, err := s.start(ExecRequest{Command: b.String()}, true)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		_ = s.stop(c, syscall.SIGINT, false)
+		<-c.done
+		return ctx.Err()
+	case <-s.gone:
+		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	}
+	if c.res.Ended {
+		return s.endedErr()
+	}
+	if c.res.ExitCode != 0 {
+		return fmt.Errorf("set env: %s", strings.TrimSpace(string(c.res.Stderr.Data)))
+	}
+	return nil
+}
+
+func (s *Session) endedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endErr != nil {
+		if s.state == StateClosed {
+			return fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		}
+		return s.endErr
+	}
+	return nil
+}
+
+// start writes the command's files and sends its line to the shell.
+func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		return nil, fmt.Errorf("exec: %w: command text contains a NUL byte", ErrInvalid)
+	}
+	if req.Timeout < 0 {
+		return nil, fmt.Errorf("exec: %w: negative timeout", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.state == StateClosed || s.closing:
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	case s.endErr != nil:
+		return nil, s.endErr
+	case s.detached:
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	case s.cur != nil:
+		if s.cur.internal {
+			return nil, fmt.Errorf("session %s: %w (setting environment)", s.id, ErrBusy)
+		}
+		return nil, fmt.Errorf("session %s: %w (command %s)", s.id, ErrBusy, s.cur.id)
+	}
+	id := internalID
+	if !internal {
+		id = strconv.FormatUint(s.nextID, 10)
+		s.waitPrepared(s.nextID)
+	}
+	f := filesFor(s.dir, id)
+	text := req.Command
+	if strings.Contains(s.flags, "e") {
+		// The wrapper's "!" suspends inherited errexit; re-arm it for the
+		// user's code (same line, so line numbers in messages stay right).
+		text = `\builtin set -e; ` + text
+	}
+	stdin := "/dev/null"
+	if req.Stdin != nil {
+		if err := os.WriteFile(f.stdin, req.Stdin, 0o644); err != nil {
+			return nil, fmt.Errorf("exec: %w", err)
+		}
+		stdin = f.stdin
+	}
+	line, err := wrapperLine(f, stdin, s.exits.path, id, text)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	if s.lastStatus != 0 && !internal {
+		line = fmt.Sprintf(statusPrefix, s.lastStatus) + line
+	}
+	c := &command{
+		id:       id,
+		text:     req.Command,
+		internal: internal,
+		files:    f,
+		started:  time.Now().UTC(),
+		done:     make(chan struct{}),
+	}
+	if !internal {
+		if err := s.hist.start(CommandInfo{ID: id, Command: req.Command, State: CommandRunning, StartedAt: c.started}); err != nil {
+			return nil, err
+		}
+		s.nextID++
+	}
+	s.cur = c
+	s.state = StateRunning
+	if err := s.writeLine(line); err != nil {
+		s.cur = nil
+		s.state = StateIdle
+		if !internal {
+			_ = s.hist.end(CommandInfo{ID: id, State: CommandLost, StartedAt: c.started, EndedAt: timePtr(time.Now().UTC())})
+		}
+		return nil, err
+	}
+	if req.Timeout > 0 {
+		c.timer = time.AfterFunc(req.Timeout, func() { _ = s.stop(c, syscall.SIGINT, true) })
+	}
+	return c, nil
+}
+
+// ValidEnvName reports whether k can be a shell variable name.
+func ValidEnvName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i, r := range k {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,308 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// 5. A background child never delays the exec past its foreground command
+// and keeps running in the session afterwards.
+func TestBackgroundChildren(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "bg", Cwd: t.TempDir()})
+	cases := []struct{ name, cmd string }{
+		{"plain", "sleep 300 & echo $! > pid1"},
+		{"nohup with log", "nohup sleep 300 >log 2>&1 & echo $! > pid2"},
+		{"holds stdout open", "(sleep 300; echo late) & echo $! > pid3"},
+		{"holds stderr open", "(sleep 300 >&2) & echo $! > pid4"},
+		{"disowned", "sleep 300 & disown; echo $! > pid5"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := run(t, s, c.cmd)
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr.Data)
+			}
+			// Guard against the Daytona #4230 hang: the exec must return
+			// while the child lives (300 s).
+			if res.Duration() > 10*time.Second {
+				t.Fatalf("exec took %s: it waited for its background child", res.Duration())
+			}
+			pid := strings.TrimSpace(out(t, s, "cat pid"+string(rune('1'+i))))
+			if !alive(pid) {
+				t.Fatalf("background child %s is not running after the exec", pid)
+			}
+		})
+	}
+	// The jobs are still in the shell's job table.
+	if got := out(t, s, "jobs -p | wc -l"); strings.TrimSpace(got) == "0" {
+		t.Fatalf("exp background jobs in the job table, got none")
+	}
+}
+
+// 6. A command that ends the shell returns promptly with its status; the
+// next exec fails with ErrEnded saying how.
+func TestShellEnds(t *testing.T) {
+	cases := []struct {
+		cmd  string
+		exit int
+	}{
+		{"exit 3", 3},
+		{"echo bye; exit", 0},
+		{"set -e; false", 1},
+		{"exec true", 0},
+		{"kill -9 $$", 137},
+		{"exec bash -c 'exit 9'", 9},
+	}
+	m := newManager(t)
+	for i, c := range cases {
+		t.Run(c.cmd, func(t *testing.T) {
+			s := mustCreate(t, m, CreateRequest{ID: "end" + string(rune('a'+i))})
+			run(t, s, "sleep 300 &") // a background job must not keep it alive
+			res := run(t, s, c.cmd)
+			if res.ExitCode != c.exit || !res.Ended {
+				t.Fatalf("exp exit %d ended, got exit %d ended %v", c.exit, res.ExitCode, res.Ended)
+			}
+			_, err := s.Exec(context.Background(), ExecRequest{Command: "echo again"})
+			var ee *EndedError
+			if !errors.Is(err, ErrEnded) || !errors.As(err, &ee) || ee.ExitCode != c.exit {
+				t.Fatalf("exp ErrEnded with status %d, got %v", c.exit, err)
+			}
+			if !strings.Contains(err.Error(), c.cmd[:4]) {
+				t.Fatalf("exp the error to name the command, got %q", err)
+			}
+			if st := s.Info().State; st != StateEnded {
+				t.Fatalf("exp state ended, got %s", st)
+			}
+		})
+	}
+}
+
+// 6. errexit is exact: bash's exemptions keep the shell alive as in a
+// terminal, and a failing command ends it.
+func TestErrexitSemantics(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "errexit"})
+	run(t, s, "set -e")
+	for _, cmd := range []string{"! true", "false && true", "false || true", "if false; then :; fi", "f() { false; }; f || echo handled"} {
+		res := run(t, s, cmd)
+		if res.Ended {
+			t.Fatalf("%q ended the shell under set -e; a terminal survives it", cmd)
+		}
+	}
+	expectOut(t, s, "[[ $- == *e* ]] && echo still-errexit", "still-errexit\n")
+	res := run(t, s, "echo before; false; echo after")
+	if !res.Ended || res.ExitCode != 1 || string(res.Stdout.Data) != "before\n" {
+		t.Fatalf("exp errexit to end the shell at false, got exit %d ended %v out %q", res.ExitCode, res.Ended, res.Stdout.Data)
+	}
+}
+
+// 7. A timeout stops the foreground command and its tree, returns the output
+// so far, and keeps the session with the state the command left.
+func TestTimeoutKeepsState(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "timeout", Cwd: t.TempDir()})
+	run(t, s, "sleep 300 & echo $! > bgpid") // an earlier background job
+	res := runReq(t, s, ExecRequest{
+		Command: "cd /usr; export DURING=1; f() { echo fn; }; echo before; echo err >&2\n" +
+			"bash -c 'sleep 300 & sleep 300'; echo after",
+		Timeout: 300 * time.Millisecond,
+	})
+	if !res.TimedOut || res.Ended || res.ShellReplaced {
+		t.Fatalf("exp timed out, alive, same shell; got %+v", res)
+	}
+	if res.ExitCode != 130 {
+		t.Fatalf("exp exit 130 (SIGINT), got %d", res.ExitCode)
+	}
+	if string(res.Stdout.Data) != "before\n" || string(res.Stderr.Data) != "err\n" {
+		t.Fatalf("exp output so far, got %q / %q", res.Stdout.Data, res.Stderr.Data)
+	}
+	// $? is the stopped command's status.
+	expectOut(t, s, "echo $?", "130\n")
+	// The state the command built before it was stopped is there.
+	expectOut(t, s, `echo "$PWD $DURING $(f)"`, "/usr 1 fn\n")
+	// The earlier background job survived; the command's tree did not.
+	bg := strings.TrimSpace(out(t, s, "cat $OLDPWD/bgpid"))
+	if !alive(bg) {
+		t.Fatalf("the earlier background job %s was killed by the timeout", bg)
+	}
+	ps := out(t, s, `for p in /proc/[0-9]*; do c=$(tr '\0' ' ' <$p/cmdline 2>/dev/null); [[ $c == "sleep 300 " ]] && echo ${p#/proc/}; done; true`)
+	if n := len(strings.Fields(ps)); n != 1 {
+		t.Fatalf("exp only the earlier background sleep left, found %d: %q", n, ps)
+	}
+}
+
+// 7. A busy loop in the shell itself is interrupted too.
+func TestTimeoutShellBusyLoop(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "busy"})
+	res := runReq(t, s, ExecRequest{Command: "X=1; while :; do :; done", Timeout: 200 * time.Millisecond})
+	if !res.TimedOut || res.ShellReplaced || res.Ended {
+		t.Fatalf("exp timed out in the same shell, got %+v", res)
+	}
+	expectOut(t, s, "echo $X", "1\n")
+}
+
+// 7. A shell that cannot be interrupted (SIGINT ignored, busy in a builtin
+// loop) is replaced and restored from the snapshot taken before the command;
+// the result says so, and the next exec works.
+func TestTimeoutReplacesWedgedShell(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "wedge"})
+	dir := t.TempDir()
+	out(t, s, "cd "+dir+"; export KEEP=kept; keepfn() { echo fn-kept; }; alias ka='echo alias-kept'; set -o noglob")
+	// Let the idle snapshot happen.
+	waitFor(t, "a state snapshot", 5*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.meta.Snapshot != nil && s.meta.Snapshot.After == "1"
+	})
+	start := time.Now()
+	res := runReq(t, s, ExecRequest{Command: "trap '' INT; LOST=1; while :; do :; done", Timeout: 200 * time.Millisecond})
+	if !res.TimedOut || !res.ShellReplaced || res.Ended {
+		t.Fatalf("exp a replaced shell, got %+v", res)
+	}
+	if !strings.Contains(res.Notice, "replaced") || !strings.Contains(res.Notice, "after command 1") {
+		t.Fatalf("exp the notice to explain the restore, got %q", res.Notice)
+	}
+	t.Logf("timeout to result: %s", time.Since(start))
+	next := time.Now()
+	expectOut(t, s, `echo "$PWD $KEEP ${LOST-none} $(keepfn)"; ka; echo *`, dir+" kept none fn-kept\nalias-kept\n*\n")
+	t.Logf("next exec after the replacement: %s", time.Since(next))
+	if got := s.Info().Replacements; got != 1 {
+		t.Fatalf("exp 1 replacement, got %d", got)
+	}
+}
+
+// 7. A command that handles SIGINT and carries on is killed after the grace.
+func TestTimeoutEscalatesToKill(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "escalate"})
+	res := runReq(t, s, ExecRequest{
+		Command: `bash -c 'trap "echo got-int" INT; while :; do sleep 0.05; done'; echo next`,
+		Timeout: 200 * time.Millisecond,
+	})
+	if !res.TimedOut || res.Ended {
+		t.Fatalf("exp timed out, got %+v", res)
+	}
+	if strings.Contains(string(res.Stdout.Data), "next") {
+		t.Fatalf("the rest of the command line ran after the stop: %q", res.Stdout.Data)
+	}
+	expectOut(t, s, "echo ok", "ok\n")
+}
+
+// 7. Signal stops a running command the same way.
+func TestSignal(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "signal"})
+	ctx := context.Background()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sigName(sig), func(t *testing.T) {
+			id, err := s.Start(ctx, ExecRequest{Command: "export SIGNALLED=" + sigName(sig) + "; echo started; sleep 300; echo after"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "started", 5*time.Second, func() bool {
+				b, _ := s.ReadOutput(id, Stdout, 0, 100)
+				return string(b) == "started\n"
+			})
+			if err := s.Signal(ctx, id, sig); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Wait(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Interrupted || res.TimedOut || string(res.Stdout.Data) != "started\n" {
+				t.Fatalf("exp interrupted with output so far, got %+v", res)
+			}
+			expectOut(t, s, "echo $SIGNALLED", sigName(sig)+"\n")
+		})
+	}
+	// A non-stopping signal is only delivered.
+	id, err := s.Start(ctx, ExecRequest{Command: `trap 'echo usr1' USR1; echo ready; for i in $(seq 100); do sleep 0.05; done`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = id
+	if err := s.Signal(ctx, "999", syscall.SIGINT); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("exp ErrNotFound for an unknown command, got %v", err)
+	}
+	if err := s.Signal(ctx, "1", syscall.SIGINT); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("exp ErrNotRunning for a finished command, got %v", err)
+	}
+	if err := s.Signal(ctx, id, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Cancelling the context of Exec stops the command.
+func TestExecContextCancel(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "cancel"})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res, err := s.Exec(ctx, ExecRequest{Command: "sleep 300"})
+	if !errors.Is(err, context.DeadlineExceeded) || !res.Interrupted {
+		t.Fatalf("exp interrupted + deadline error, got %v %+v", err, res)
+	}
+	expectOut(t, s, "echo ok", "ok\n")
+}
+
+// An empty output file is recycled for the next command only when no
+// process holds it: a background job still writing to a command's stdout
+// keeps that file, and its late output never lands in a later command's.
+func TestOutputRecyclingNeverMixesCommands(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "recycle"})
+	first := run(t, s, "(sleep 0.5; echo late) &")
+	for i := 0; i < 5; i++ {
+		if res := run(t, s, "true"); len(res.Stdout.Data) != 0 {
+			t.Fatalf("command %s got output %q", res.CommandID, res.Stdout.Data)
+		}
+	}
+	waitFor(t, "the late output", 5*time.Second, func() bool {
+		b, _ := s.ReadOutput(first.CommandID, Stdout, 0, 100)
+		return string(b) == "late\n"
+	})
+	for _, ci := range s.History()[1:] {
+		b, err := s.ReadOutput(ci.ID, Stdout, 0, 100)
+		if err != nil || len(b) != 0 {
+			t.Fatalf("command %s: exp empty output, got %q %v", ci.ID, b, err)
+		}
+		if got, _ := s.Command(ci.ID); got.OutputPruned {
+			t.Fatalf("command %s: an empty recycled output is not pruned", ci.ID)
+		}
+	}
+}
+
+func TestUnused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !unused(p) {
+		t.Fatalf("exp a file nobody holds to be unused")
+	}
+	cmd := exec.Command("bash", "-c", "exec 3>>"+p+"; sleep 5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !unused(p) })
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !unused(p) {
+		t.Fatalf("exp the file unused once the holder is gone")
+	}
+}

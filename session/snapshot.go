@@ -1,0 +1,62 @@
+package session
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// State snapshots. After a command, once the session has been idle for
+// SnapshotDelay, the shell dumps its state (builtins only) into state.0 or
+// state.1 in turn; a replacement shell sources the last complete one. The
+// dump costs about 0.4 ms of shell time, which is why it waits for idleness
+// instead of following every command.
+
+// scheduleSnapshot (re)arms the snapshot timer. Called with s.mu held.
+func (s *Session) scheduleSnapshot() {
+	if s.detached || s.endErr != nil {
+		return
+	}
+	if s.snapTimer == nil {
+		s.snapTimer = time.AfterFunc(s.m.cfg.SnapshotDelay, s.takeSnapshot)
+		return
+	}
+	s.snapTimer.Reset(s.m.cfg.SnapshotDelay)
+}
+
+func (s *Session) takeSnapshot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateIdle || !s.dirty || s.detached || s.endErr != nil || s.cur != nil {
+		return
+	}
+	s.snapSeq++
+	k := s.snapSeq
+	after := ""
+	if last, ok := s.hist.last(); ok {
+		after = last.ID
+	}
+	sn := &snapshot{Seq: k, File: filepath.Join(s.dir, fmt.Sprintf("state.%d", k%2)), After: after}
+	line := snapshotLine(sn.File, k)
+	if err := s.writeLine(line); err != nil {
+		s.log.Warn("snapshot", "err", err)
+		return
+	}
+	s.snapPending = sn
+	s.dirty = false
+}
+
+func (s *Session) onSnap(k uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn := s.snapPending
+	if sn == nil || sn.Seq != k {
+		return
+	}
+	s.snapPending = nil
+	sn.At = time.Now().UTC()
+	s.meta.Snapshot = sn
+	if err := writeJSON(filepath.Join(s.dir, metaFile), s.meta); err != nil {
+		s.log.Warn("snapshot: write session.json", "err", err)
+	}
+}

@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"io"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/image"
+)
+
+// Options configure Run. Zero fields take the defaults given.
+type Options struct {
+	// Binary is the patina executable Run starts as `Binary serve`
+	// (required).
+	Binary string
+	// Image is the workspaces' image (default image.DefaultTag). It must be
+	// present: Run does not build it.
+	Image string
+	// Samples is the number of sequential HTTP execs measured (default 1000),
+	// after Warmup unmeasured ones (default 100).
+	Samples int
+	Warmup  int
+	// DockerSamples is the number of Docker API execs measured (default 50).
+	DockerSamples int
+	// CreateSamples is the number of workspaces created to time create →
+	// first exec (default 5).
+	CreateSamples int
+	// Sessions and Execs shape the concurrent run: Sessions sessions, each
+	// driven by its own goroutine running Execs execs (defaults 100 and 100).
+	Sessions int
+	Execs    int
+	// Progress receives a line per step (default: discarded).
+	Progress io.Writer
+	// StartTimeout bounds the sidecar's start (default 30 s).
+	StartTimeout time.Duration
+	// Docker is the Docker API for the baseline and for cleaning up (default:
+	// a client from the environment, DOCKER_HOST etc.).
+	Docker DockerAPI
+}
+
+func (o Options) withDefaults() Options {
+	if o.Image == "" {
+		o.Image = image.DefaultTag
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.Samples, 1000)
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	} else if o.Warmup == 0 {
+		o.Warmup = 100
+	}
+	def(&o.DockerSamples, 50)
+	def(&o.CreateSamples, 5)
+	def(&o.Sessions, 100)
+	def(&o.Execs, 100)
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	return o
+}

@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets patina promises on a machine like its CI's.
+const (
+	TargetHTTPExecP50MS     = 0.5  // HTTP exec of `true`, p50
+	TargetSpeedup           = 75.0 // Docker exec p50 ÷ HTTP exec p50
+	TargetCreateFirstExecMS = 1000 // workspace create → first exec, p50
+	TargetExecsPerSecond    = 2000 // concurrent run, with 0 errors
+	TargetRSSBytes          = 50_000_000
+)
+
+// Report is the outcome of a Run. It marshals to JSON.
+type Report struct {
+	// Version is the sidecar's version (from its sidecar.json).
+	Version   string    `json:"version"`
+	Image     string    `json:"image"`
+	CPUs      int       `json:"cpus"`
+	StartedAt time.Time `json:"started_at"`
+	// DurationMS is the wall time of the whole run, setup included.
+	DurationMS float64 `json:"duration_ms"`
+
+	// HTTPExec: sequential execs of `true` through the HTTP API, on
+	// HTTPConnections connection(s) (1: one keep-alive connection).
+	HTTPExec        Latency `json:"http_exec"`
+	HTTPConnections int     `json:"http_connections"`
+	// DockerExec: Docker API execs of `true` (create + attach + read +
+	// inspect) in the same container.
+	DockerExec Latency `json:"docker_exec"`
+	// Speedup is DockerExec.P50MS / HTTPExec.P50MS.
+	Speedup float64 `json:"speedup"`
+	// CreateToFirstExec: a scratch workspace's creation until its first
+	// exec of `true` returned.
+	CreateToFirstExec Latency `json:"create_to_first_exec"`
+
+	Concurrent Concurrent `json:"concurrent"`
+	RSS        RSS        `json:"rss"`
+
+	// Checks are the figures judged against the targets.
+	Checks []Check `json:"checks"`
+}
+
+// Concurrent is the outcome of the concurrent run.
+type Concurrent struct {
+	Sessions        int `json:"sessions"`
+	ExecsPerSession int `json:"execs_per_session"`
+	// Execs counts the execs that succeeded (exit status 0); Errors the
+	// others (API errors and non-zero statuses), FirstError the first.
+	Execs          int     `json:"execs"`
+	Errors         int     `json:"errors"`
+	FirstError     string  `json:"first_error,omitempty"`
+	ElapsedMS      float64 `json:"elapsed_ms"`
+	ExecsPerSecond float64 `json:"execs_per_second"`
+	// Latency of each exec as its goroutine saw it.
+	Latency Latency `json:"latency"`
+}
+
+// RSS is the sidecar process's resident memory (VmRSS) at three moments.
+type RSS struct {
+	// StartBytes: right after the sidecar started.
+	StartBytes int64 `json:"start_bytes"`
+	// SessionsBytes: with Sessions idle sessions, before the concurrent run.
+	SessionsBytes int64 `json:"sessions_bytes"`
+	// IdleBytes: with the same sessions idle again after it.
+	IdleBytes int64 `json:"idle_bytes"`
+	Sessions  int   `json:"sessions"`
+}
+
+// Check is one figure judged against its target.
+type Check struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Target string `json:"target"`
+	Pass   bool   `json:"pass"`
+}
+
+// Pass reports whether every check passed.
+func (r Report) Pass() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+// judge fills in r.Speedup and r.Checks from the figures.
+func (r *Report) judge() {
+	if r.HTTPExec.P50MS > 0 {
+		r.Speedup = r.DockerExec.P50MS / r.HTTPExec.P50MS
+	}
+	c := r.Concurrent
+	r.Checks = []Check{
+		{"HTTP exec p50", fmtMS(r.HTTPExec.P50MS), fmt.Sprintf("≤ %g ms", TargetHTTPExecP50MS),
+			r.HTTPExec.Samples > 0 && r.HTTPExec.P50MS <= TargetHTTPExecP50MS},
+		{"speed-up over Docker exec (p50)", fmt.Sprintf("%.0f×", r.Speedup), fmt.Sprintf("≥ %g×", TargetSpeedup),
+			r.Speedup >= TargetSpeedup},
+		{"create → first exec p50", fmtMS(r.CreateToFirstExec.P50MS), fmt.Sprintf("≤ %g s", TargetCreateFirstExecMS/1000.0),
+			r.CreateToFirstExec.Samples > 0 && r.CreateToFirstExec.P50MS <= TargetCreateFirstExecMS},
+		{fmt.Sprintf("concurrent exec/s (%d × %d)", c.Sessions, c.ExecsPerSession), fmt.Sprintf("%.0f/s", c.ExecsPerSecond),
+			fmt.Sprintf("≥ %d/s", TargetExecsPerSecond), c.ExecsPerSecond >= TargetExecsPerSecond},
+		{"concurrent errors", fmt.Sprint(c.Errors), "0", c.Errors == 0 && c.Execs > 0},
+		{fmt.Sprintf("sidecar RSS, %d idle sessions", r.RSS.Sessions), fmtBytes(r.RSS.IdleBytes),
+			"≤ " + fmtBytes(TargetRSSBytes), r.RSS.IdleBytes > 0 && r.RSS.IdleBytes <= TargetRSSBytes},
+	}
+}
+
+// WriteText prints the report as a table: each judged figure with its
+// target and PASS or MISS, and the other figures beside them.
+func (r Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "patina bench: sidecar %s, image %s, %d CPUs, %s, took %s\n\n",
+		r.Version, r.Image, r.CPUs, r.StartedAt.Local().Format(time.DateTime),
+		time.Duration(r.DurationMS*float64(time.Millisecond)).Round(100*time.Millisecond))
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 3, ' ', 0)
+	row := func(cells ...string) {
+		for i, c := range cells {
+			if i > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprint(tw, c)
+		}
+		fmt.Fprint(tw, "\n")
+	}
+	judged := func(i int) {
+		if i >= len(r.Checks) {
+			return
+		}
+		c := r.Checks[i]
+		res := "PASS"
+		if !c.Pass {
+			res = "MISS"
+		}
+		row(c.Name, c.Value, c.Target, res)
+	}
+	row("FIGURE", "VALUE", "TARGET", "RESULT")
+	judged(0)
+	row(fmt.Sprintf("HTTP exec p90 / p99 (%d samples, %d conn)", r.HTTPExec.Samples, r.HTTPConnections),
+		fmtMS(r.HTTPExec.P90MS)+" / "+fmtMS(r.HTTPExec.P99MS), "", "")
+	row(fmt.Sprintf("Docker exec p50 / p90 (%d samples)", r.DockerExec.Samples),
+		fmtMS(r.DockerExec.P50MS)+" / "+fmtMS(r.DockerExec.P90MS), "", "")
+	judged(1)
+	judged(2)
+	row(fmt.Sprintf("create → first exec max (%d samples)", r.CreateToFirstExec.Samples),
+		fmtMS(r.CreateToFirstExec.MaxMS), "", "")
+	judged(3)
+	judged(4)
+	c := r.Concurrent
+	row("concurrent exec p50 / p99", fmtMS(c.Latency.P50MS)+" / "+fmtMS(c.Latency.P99MS), "", "")
+	judged(5)
+	row("sidecar RSS at start / sessions before load",
+		fmtBytes(r.RSS.StartBytes)+" / "+fmtBytes(r.RSS.SessionsBytes), "", "")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l != "" {
+			fmt.Fprintln(w, strings.TrimRight(l, " \n"))
+		}
+	}
+	if c.FirstError != "" {
+		fmt.Fprintf(w, "\nfirst concurrent error: %s\n", c.FirstError)
+	}
+	verdict := "all targets met"
+	if !r.Pass() {
+		verdict = "some targets missed"
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", verdict)
+	return err
+}
+
+// fmtMS formats milliseconds readably: "0.212 ms", "38.9 ms", "1.24 s".
+func fmtMS(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.2f s", v/1000)
+	case v >= 10:
+		return fmt.Sprintf("%.1f ms", v)
+	default:
+		return fmt.Sprintf("%.3f ms", v)
+	}
+}
+
+// fmtBytes formats a size in MB (10^6 bytes), as the targets are stated.
+func fmtBytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -1,0 +1,366 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/client"
+
+	pclient "github.com/patina-dev/patina/sidecar/client"
+)
+
+// cleanupTimeout bounds removing what a run created, even after ctx ended.
+const cleanupTimeout = 2 * time.Minute
+
+// Run starts a sidecar as a child process, measures it (see the package
+// doc), stops it, and removes everything it created.
+func Run(ctx context.Context, opts Options) (rep Report, err error) {
+	o := opts.withDefaults()
+	if o.Binary == "" {
+		return rep, errors.New("bench: Options.Binary is required")
+	}
+	rep = Report{Image: o.Image, CPUs: runtime.NumCPU(), StartedAt: time.Now()}
+	api := o.Docker
+	if api == nil {
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			return rep, fmt.Errorf("docker client: %w", err)
+		}
+		defer cli.Close()
+		api = cli
+	}
+	if err := checkImage(ctx, api, o.Image); err != nil {
+		return rep, err
+	}
+
+	root, err := os.MkdirTemp("", "patina-bench-")
+	if err != nil {
+		return rep, err
+	}
+	stateDir := filepath.Join(root, "state")
+	r := &runner{o: o, api: api, stateDir: stateDir}
+	defer func() {
+		if cerr := r.cleanup(root); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	r.progress("starting a sidecar (%s serve, state in %s)", o.Binary, stateDir)
+	r.proc, err = startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "sidecar.log"), o.Image, o.StartTimeout)
+	if err != nil {
+		return rep, err
+	}
+	rep.Version = r.proc.Version
+	r.c = pclient.New(r.proc.Addr, r.proc.Token, nil)
+	if err := r.c.Health(ctx); err != nil {
+		return rep, fmt.Errorf("sidecar health: %w", err)
+	}
+	if rep.RSS.StartBytes, err = r.proc.rss(); err != nil {
+		return rep, err
+	}
+	if err := r.measure(ctx, &rep); err != nil {
+		return rep, err
+	}
+	rep.DurationMS = ms(time.Since(rep.StartedAt))
+	rep.judge()
+	return rep, nil
+}
+
+// checkImage fails early, and clearly, when the image is missing.
+func checkImage(ctx context.Context, api DockerAPI, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := api.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("image %s is missing: build it with `patina image build` (or pass another image)", ref)
+	}
+	if err != nil {
+		return fmt.Errorf("docker: %w (is the Docker engine running?)", err)
+	}
+	return nil
+}
+
+// runner holds a run's state.
+type runner struct {
+	o        Options
+	api      DockerAPI
+	stateDir string
+	proc     *sidecarProc
+	c        *pclient.Client
+
+	mu         sync.Mutex
+	workspaces []string // ids created and not yet deleted
+}
+
+func (r *runner) progress(format string, args ...any) {
+	fmt.Fprintf(r.o.Progress, "bench: "+format+"\n", args...)
+}
+
+// measure runs the phases in order, against one workspace.
+func (r *runner) measure(ctx context.Context, rep *Report) error {
+	o := r.o
+	r.progress("creating the workspace")
+	ws, err := r.createWorkspace(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	if ws.ContainerID == "" {
+		return fmt.Errorf("workspace %s has no container id", ws.ID)
+	}
+
+	r.progress("%d sequential HTTP execs of `true` (after %d warm-up)", o.Samples, o.Warmup)
+	if rep.HTTPExec, rep.HTTPConnections, err = r.httpExecs(ctx, ws.ID); err != nil {
+		return err
+	}
+
+	r.progress("%d Docker API execs of `true` in container %.12s", o.DockerSamples, ws.ContainerID)
+	if rep.DockerExec, err = r.dockerExecs(ctx, ws.ContainerID); err != nil {
+		return err
+	}
+
+	r.progress("%d × workspace create → first exec", o.CreateSamples)
+	if rep.CreateToFirstExec, err = r.createToFirstExec(ctx); err != nil {
+		return err
+	}
+
+	r.progress("creating %d sessions", o.Sessions)
+	sids, err := r.createSessions(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
+	rep.RSS.Sessions = len(sids)
+	if rep.RSS.SessionsBytes, err = r.proc.rss(); err != nil {
+		return err
+	}
+
+	r.progress("%d sessions × %d execs concurrently", o.Sessions, o.Execs)
+	rep.Concurrent = r.concurrent(ctx, ws.ID, sids)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if rep.RSS.IdleBytes, err = r.proc.rss(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *runner) createWorkspace(ctx context.Context, name string) (pclient.Workspace, error) {
+	ws, err := r.c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: name, Image: r.o.Image})
+	if err != nil {
+		return ws, fmt.Errorf("create workspace %s: %w", name, err)
+	}
+	r.mu.Lock()
+	r.workspaces = append(r.workspaces, ws.ID)
+	r.mu.Unlock()
+	return ws, nil
+}
+
+func (r *runner) deleteWorkspace(ctx context.Context, id string) error {
+	if err := r.c.DeleteWorkspace(ctx, id, pclient.DeleteOptions{}); err != nil {
+		return fmt.Errorf("delete workspace %s: %w", id, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.workspaces {
+		if w == id {
+			r.workspaces = append(r.workspaces[:i], r.workspaces[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// execTrue runs `true` and fails unless it exits 0.
+func execTrue(ctx context.Context, c *pclient.Client, ws, sid string) error {
+	res, err := c.Exec(ctx, ws, sid, pclient.ExecRequest{Command: "true"})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("true exited %d", res.ExitCode)
+	}
+	return nil
+}
+
+// httpExecs times sequential execs through a client with one keep-alive
+// connection, and counts the connections it dialled.
+func (r *runner) httpExecs(ctx context.Context, ws string) (Latency, int, error) {
+	var dials atomic.Int64
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return d.DialContext(ctx, network, addr)
+		},
+		MaxIdleConnsPerHost: 1,
+		DisableCompression:  true,
+	}
+	defer tr.CloseIdleConnections()
+	c := pclient.New(r.proc.Addr, r.proc.Token, &http.Client{Transport: tr})
+	const sid = "sequential"
+	if _, err := c.CreateSession(ctx, ws, pclient.CreateSessionRequest{ID: sid}); err != nil {
+		return Latency{}, 0, fmt.Errorf("create session: %w", err)
+	}
+	for i := 0; i < r.o.Warmup; i++ {
+		if err := execTrue(ctx, c, ws, sid); err != nil {
+			return Latency{}, 0, fmt.Errorf("warm-up exec: %w", err)
+		}
+	}
+	ds := make([]time.Duration, 0, r.o.Samples)
+	for i := 0; i < r.o.Samples; i++ {
+		t0 := time.Now()
+		if err := execTrue(ctx, c, ws, sid); err != nil {
+			return Latency{}, 0, fmt.Errorf("HTTP exec %d: %w", i, err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return summarise(ds), int(dials.Load()), nil
+}
+
+// dockerExecs times Docker API execs in the workspace's container, after
+// a few unmeasured ones.
+func (r *runner) dockerExecs(ctx context.Context, containerID string) (Latency, error) {
+	for i := 0; i < 3; i++ {
+		if err := dockerExec(ctx, r.api, containerID); err != nil {
+			return Latency{}, fmt.Errorf("docker exec warm-up: %w", err)
+		}
+	}
+	ds := make([]time.Duration, 0, r.o.DockerSamples)
+	for i := 0; i < r.o.DockerSamples; i++ {
+		t0 := time.Now()
+		if err := dockerExec(ctx, r.api, containerID); err != nil {
+			return Latency{}, fmt.Errorf("docker exec %d: %w", i, err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return summarise(ds), nil
+}
+
+// createToFirstExec times fresh scratch workspaces from the create call to
+// the return of their first exec, deleting each afterwards (untimed).
+func (r *runner) createToFirstExec(ctx context.Context) (Latency, error) {
+	ds := make([]time.Duration, 0, r.o.CreateSamples)
+	for i := 0; i < r.o.CreateSamples; i++ {
+		t0 := time.Now()
+		ws, err := r.createWorkspace(ctx, fmt.Sprintf("bench-create-%d", i))
+		if err != nil {
+			return Latency{}, err
+		}
+		if err := execTrue(ctx, r.c, ws.ID, "default"); err != nil {
+			return Latency{}, fmt.Errorf("first exec in %s: %w", ws.Name, err)
+		}
+		ds = append(ds, time.Since(t0))
+		if err := r.deleteWorkspace(ctx, ws.ID); err != nil {
+			return Latency{}, err
+		}
+	}
+	return summarise(ds), nil
+}
+
+// createSessions creates the concurrent run's sessions, a few at a time.
+func (r *runner) createSessions(ctx context.Context, ws string) ([]string, error) {
+	sids := make([]string, r.o.Sessions)
+	errs := make([]error, r.o.Sessions)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range sids {
+		sids[i] = fmt.Sprintf("c%03d", i)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, errs[i] = r.c.CreateSession(ctx, ws, pclient.CreateSessionRequest{ID: sids[i]})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("create sessions: %w", err)
+	}
+	return sids, nil
+}
+
+// concurrent runs one goroutine per session, each running Execs execs of
+// `true` in its session, all released at once.
+func (r *runner) concurrent(ctx context.Context, ws string, sids []string) Concurrent {
+	res := Concurrent{Sessions: len(sids), ExecsPerSession: r.o.Execs}
+	lat := make([][]time.Duration, len(sids))
+	var errCount atomic.Int64
+	var firstErr sync.Once
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, sid := range sids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds := make([]time.Duration, 0, r.o.Execs)
+			<-start
+			for j := 0; j < r.o.Execs && ctx.Err() == nil; j++ {
+				t0 := time.Now()
+				if err := execTrue(ctx, r.c, ws, sid); err != nil {
+					errCount.Add(1)
+					firstErr.Do(func() { res.FirstError = fmt.Sprintf("session %s: %v", sid, err) })
+					continue
+				}
+				ds = append(ds, time.Since(t0))
+			}
+			lat[i] = ds
+		}()
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(t0)
+	var all []time.Duration
+	for _, ds := range lat {
+		all = append(all, ds...)
+	}
+	res.Execs = len(all)
+	res.Errors = int(errCount.Load())
+	res.ElapsedMS = ms(elapsed)
+	if elapsed > 0 {
+		res.ExecsPerSecond = float64(res.Execs) / elapsed.Seconds()
+	}
+	res.Latency = summarise(all)
+	return res
+}
+
+// cleanup deletes the workspaces the run created, stops the sidecar,
+// removes any container it left and the temporary directory.
+func (r *runner) cleanup(root string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	if r.proc != nil {
+		r.mu.Lock()
+		left := append([]string(nil), r.workspaces...)
+		r.mu.Unlock()
+		for _, id := range left {
+			if err := r.deleteWorkspace(ctx, id); err != nil {
+				r.progress("cleanup: %v", err)
+			}
+		}
+		r.proc.stop()
+	}
+	// Whatever the sidecar could not delete goes now.
+	if err := removeContainers(ctx, r.api, r.stateDir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", root, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench cleanup: %w", err)
+	}
+	return nil
+}

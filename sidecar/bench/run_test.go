@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/tests"
+)
+
+// TestRunTiny runs the whole benchmark in a tiny configuration against the
+// real binary (built by the tests harness, as `patina bench` runs it:
+// `patina serve` as a child process, whose RSS only a separate process
+// shows). It checks the report's shape and the cleanup, not the targets:
+// figures on a CI machine under -race say little.
+func TestRunTiny(t *testing.T) {
+	tests.RequireDocker(t)
+	bin := tests.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	rep, err := Run(ctx, Options{
+		Binary:        bin,
+		Samples:       10,
+		Warmup:        3,
+		DockerSamples: 3,
+		CreateSamples: 2,
+		Sessions:      3,
+		Execs:         5,
+		Progress:      &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	if rep.HTTPExec.Samples != 10 || rep.DockerExec.Samples != 3 || rep.CreateToFirstExec.Samples != 2 {
+		t.Errorf("unexpected sample counts: %+v", rep)
+	}
+	if rep.HTTPConnections != 1 {
+		t.Errorf("exp the sequential execs on one keep-alive connection, got %d connections", rep.HTTPConnections)
+	}
+	c := rep.Concurrent
+	if c.Sessions != 3 || c.ExecsPerSession != 5 || c.Execs != 15 || c.Errors != 0 || c.ExecsPerSecond <= 0 {
+		t.Errorf("unexpected concurrent run: %+v", c)
+	}
+	if rep.RSS.StartBytes <= 0 || rep.RSS.IdleBytes <= 0 || rep.RSS.Sessions != 3 {
+		t.Errorf("unexpected RSS: %+v", rep.RSS)
+	}
+	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 6 {
+		t.Errorf("unexpected figures: %+v", rep)
+	}
+	if rep.Version == "" {
+		t.Error("exp the sidecar's version")
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("tiny run (figures not judged here):\n%s", text.String())
+
+	// Nothing is left behind: no container of the run's state directory,
+	// no temporary directory.
+	_, after, ok := strings.Cut(progress.String(), "state in ")
+	if !ok {
+		t.Fatalf("no state directory in the progress:\n%s", progress.String())
+	}
+	stateDir := strings.TrimSuffix(strings.Fields(after)[0], ")")
+	dc, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	left, err := pcontainer.List(ctx, dc, stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("containers of the run left behind: %+v", left)
+	}
+	if _, err := os.Stat(filepath.Dir(stateDir)); !os.IsNotExist(err) {
+		t.Errorf("exp %s removed, got %v", filepath.Dir(stateDir), err)
+	}
+}
+
+func TestRunNeedsBinary(t *testing.T) {
+	if _, err := Run(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "Binary") {
+		t.Errorf("exp an error about Options.Binary, got %v", err)
+	}
+}

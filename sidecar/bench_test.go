@@ -1,0 +1,63 @@
+package sidecar
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
+)
+
+// BenchmarkHTTPExecTrue: exec of `true` through the HTTP API (one
+// keep-alive connection, sequential), against the baseline of one Docker
+// API exec (create + attach + inspect) in the same container, same run.
+//
+//	go test -run '^$' -bench HTTPExec -benchtime 2000x ./sidecar/
+func BenchmarkHTTPExecTrue(b *testing.B) {
+	svc, c := newService(b)
+	ctx := context.Background()
+	ws, err := c.CreateWorkspace(ctx, client.CreateWorkspaceRequest{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := c.Exec(ctx, "bench", "default", client.ExecRequest{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		res, err := c.Exec(ctx, "bench", "default", client.ExecRequest{Command: "true"})
+		lat = append(lat, time.Since(t0))
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	b.StopTimer()
+	l := &container.Launcher{API: svc.docker, ContainerID: ws.ContainerID}
+	base := make([]time.Duration, 0, 50)
+	for i := 0; i < 50; i++ {
+		t0 := time.Now()
+		if _, err := l.Run(ctx, session.Process{Argv: []string{"true"}}); err != nil {
+			b.Fatal(err)
+		}
+		base = append(base, time.Since(t0))
+	}
+	p50, p90, bp50 := pct(lat, 50), pct(lat, 90), pct(base, 50)
+	b.ReportMetric(float64(p50)/1e6, "p50-ms")
+	b.ReportMetric(float64(p90)/1e6, "p90-ms")
+	b.ReportMetric(float64(bp50)/1e6, "docker-exec-p50-ms")
+	b.ReportMetric(float64(bp50)/float64(p50), "x-faster")
+	b.Logf("HTTP exec true: p50 %s p90 %s (n=%d); docker exec p50 %s; %.0fx", p50, p90, len(lat), bp50, float64(bp50)/float64(p50))
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}

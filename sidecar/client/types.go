@@ -1,0 +1,303 @@
+package client
+
+import (
+	"encoding/base64"
+	"time"
+)
+
+// Workspace statuses.
+const (
+	StatusRunning = "running"
+	StatusStopped = "stopped"
+)
+
+// CreateWorkspaceRequest is the body of POST /v1/workspaces.
+type CreateWorkspaceRequest struct {
+	// Name names the workspace (and its branch patina/<name>); generated
+	// when empty.
+	Name string `json:"name,omitempty"`
+	// Repo is a path inside a git repository on the sidecar's machine; the
+	// workspace is a branch + worktree of it. Empty: a scratch workspace
+	// with an empty directory and no git.
+	Repo string `json:"repo,omitempty"`
+	// Base is the ref the branch starts from (default: the repo's HEAD).
+	Base string `json:"base,omitempty"`
+	// Image is the container image (default patina/base:bookworm).
+	Image string `json:"image,omitempty"`
+	// Env is set in the container (and so in every session).
+	Env map[string]string `json:"env,omitempty"`
+	// MemoryMB, CPUs and PidsLimit bound the container (0: the sidecar's
+	// defaults).
+	MemoryMB  int64   `json:"memory_mb,omitempty"`
+	CPUs      float64 `json:"cpus,omitempty"`
+	PidsLimit int64   `json:"pids_limit,omitempty"`
+	// Network is "bridge" (default) or "none".
+	Network string `json:"network,omitempty"`
+}
+
+// Workspace describes a workspace.
+type Workspace struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Branch is patina/<name> for a repository workspace.
+	Branch string `json:"branch,omitempty"`
+	// Worktree is the workspace's directory on the sidecar's machine,
+	// mounted at /workspace in the container.
+	Worktree   string `json:"worktree"`
+	Repo       string `json:"repo,omitempty"`
+	Base       string `json:"base,omitempty"`
+	BaseCommit string `json:"base_commit,omitempty"`
+	// Status is "running" or "stopped".
+	Status string `json:"status"`
+	// Error says why a workspace is stopped when nobody stopped it (its
+	// container died or was removed).
+	Error       string            `json:"error,omitempty"`
+	Image       string            `json:"image"`
+	Network     string            `json:"network"`
+	MemoryMB    int64             `json:"memory_mb"`
+	CPUs        float64           `json:"cpus"`
+	PidsLimit   int64             `json:"pids_limit"`
+	Env         map[string]string `json:"env,omitempty"`
+	ContainerID string            `json:"container_id,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+}
+
+// CreateSessionRequest is the body of POST /v1/workspaces/{id}/sessions.
+type CreateSessionRequest struct {
+	// ID names the session (generated when empty).
+	ID string `json:"id,omitempty"`
+	// Cwd is the starting directory inside the container (default
+	// /workspace).
+	Cwd string `json:"cwd,omitempty"`
+	// Env is exported in the session's shell.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// Session describes a session.
+type Session struct {
+	ID string `json:"id"`
+	// Cwd is the shell's current directory.
+	Cwd string `json:"cwd"`
+	// Status is idle, running, ended or closed.
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	// Running is the id of the command running now, if any.
+	Running  string `json:"running,omitempty"`
+	Commands int    `json:"commands"`
+	// ExitCode and EndReason say how an ended session ended.
+	ExitCode     *int   `json:"exit_code,omitempty"`
+	EndReason    string `json:"end_reason,omitempty"`
+	Replacements int    `json:"replacements,omitempty"`
+}
+
+// SetEnvRequest is the body of POST .../sessions/{sid}/env.
+type SetEnvRequest struct {
+	Env   map[string]string `json:"env"`
+	Unset []string          `json:"unset,omitempty"`
+}
+
+// ExecRequest is the body of POST .../sessions/{sid}/exec.
+type ExecRequest struct {
+	Command string `json:"command"`
+	// TimeoutMS stops the command after this many milliseconds (0: none).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Stdin is the command's standard input as text; StdinBase64 as bytes.
+	// Neither: the command reads EOF.
+	Stdin       *string `json:"stdin,omitempty"`
+	StdinBase64 string  `json:"stdin_base64,omitempty"`
+	// Async returns 202 {command_id} at once.
+	Async bool `json:"async,omitempty"`
+}
+
+// ExecResult is the outcome of a command.
+//
+// Stdout and Stderr hold the output as text. When it is not valid UTF-8,
+// they hold it with invalid bytes replaced, and StdoutBase64/StderrBase64
+// hold it exactly; use StdoutData/StderrData to get the bytes. When the
+// output exceeds the sidecar's limit, the fields hold its head, *Tail its
+// tail, *Truncated is set and *Bytes gives the full size (read the rest from
+// .../commands/{cid}/stdout?offset=N).
+type ExecResult struct {
+	CommandID       string  `json:"command_id"`
+	ExitCode        int     `json:"exit_code"`
+	Stdout          string  `json:"stdout"`
+	Stderr          string  `json:"stderr"`
+	StdoutBase64    string  `json:"stdout_base64,omitempty"`
+	StderrBase64    string  `json:"stderr_base64,omitempty"`
+	StdoutTail      string  `json:"stdout_tail,omitempty"`
+	StderrTail      string  `json:"stderr_tail,omitempty"`
+	StdoutTailB64   string  `json:"stdout_tail_base64,omitempty"`
+	StderrTailB64   string  `json:"stderr_tail_base64,omitempty"`
+	StdoutBytes     int64   `json:"stdout_bytes"`
+	StderrBytes     int64   `json:"stderr_bytes"`
+	StdoutTruncated bool    `json:"stdout_truncated"`
+	StderrTruncated bool    `json:"stderr_truncated"`
+	TimedOut        bool    `json:"timed_out"`
+	Interrupted     bool    `json:"interrupted"`
+	SessionEnded    bool    `json:"session_ended"`
+	ShellReplaced   bool    `json:"shell_replaced,omitempty"`
+	Notice          string  `json:"notice,omitempty"`
+	Cwd             string  `json:"cwd,omitempty"`
+	DurationMS      float64 `json:"duration_ms"`
+}
+
+// StdoutData returns stdout's bytes exactly (the head, when truncated).
+func (r ExecResult) StdoutData() []byte { return textOrBase64(r.Stdout, r.StdoutBase64) }
+
+// StderrData returns stderr's bytes exactly (the head, when truncated).
+func (r ExecResult) StderrData() []byte { return textOrBase64(r.Stderr, r.StderrBase64) }
+
+func textOrBase64(text, b64 string) []byte {
+	if b64 != "" {
+		if b, err := base64.StdEncoding.DecodeString(b64); err == nil {
+			return b
+		}
+	}
+	return []byte(text)
+}
+
+// AsyncResult is the 202 answer to an async exec.
+type AsyncResult struct {
+	CommandID string `json:"command_id"`
+}
+
+// Command is a command's history record.
+type Command struct {
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	// State is running, finished or lost.
+	State         string     `json:"state"`
+	StartedAt     time.Time  `json:"started_at"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
+	StdoutBytes   int64      `json:"stdout_bytes"`
+	StderrBytes   int64      `json:"stderr_bytes"`
+	TimedOut      bool       `json:"timed_out,omitempty"`
+	Interrupted   bool       `json:"interrupted,omitempty"`
+	SessionEnded  bool       `json:"session_ended,omitempty"`
+	ShellReplaced bool       `json:"shell_replaced,omitempty"`
+	OutputPruned  bool       `json:"output_pruned,omitempty"`
+}
+
+// SignalRequest is the body of POST .../commands/{cid}/signal.
+type SignalRequest struct {
+	// Signal is INT, TERM, KILL, HUP, QUIT, USR1 or USR2.
+	Signal string `json:"signal"`
+}
+
+// StreamEvent is one event of an exec streamed with
+// Accept: text/event-stream. Event is "stdout", "stderr" or "exit"; for
+// output, Data holds the chunk as text (or DataBase64 when it is not valid
+// UTF-8); for exit, Result holds the result (with output fields empty: the
+// output came as events).
+type StreamEvent struct {
+	Event      string      `json:"-"`
+	Data       string      `json:"data,omitempty"`
+	DataBase64 string      `json:"data_base64,omitempty"`
+	Offset     int64       `json:"offset"`
+	Result     *ExecResult `json:"result,omitempty"`
+}
+
+// Bytes returns an output event's bytes.
+func (e StreamEvent) Bytes() []byte { return textOrBase64(e.Data, e.DataBase64) }
+
+// FileInfo is one entry of a directory listing (GET .../files/{dir}).
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Type    string    `json:"type"` // file, dir, symlink, other
+	Size    int64     `json:"size"`
+	Mode    string    `json:"mode"`
+	ModTime time.Time `json:"mod_time"`
+}
+
+// Diff is GET .../diff: the workspace's changes against its base,
+// committed, uncommitted and untracked.
+type Diff struct {
+	Base  string     `json:"base"`
+	Text  string     `json:"text"`
+	Files []FileStat `json:"files"`
+	// Truncated says Text was cut at the sidecar's limit.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// FileStat summarises one changed file.
+type FileStat struct {
+	Path    string `json:"path"`
+	OldPath string `json:"old_path,omitempty"`
+	// Status is added, modified, deleted, renamed, copied or typechange.
+	Status  string `json:"status"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+	Binary  bool   `json:"binary,omitempty"`
+}
+
+// CommitRequest is the body of POST .../commit.
+type CommitRequest struct {
+	Message string `json:"message"`
+	// AuthorName and AuthorEmail override the sidecar's default author.
+	AuthorName  string `json:"author_name,omitempty"`
+	AuthorEmail string `json:"author_email,omitempty"`
+}
+
+// CommitResult says what Commit did.
+type CommitResult struct {
+	Commit string `json:"commit"`
+	// Committed is false when there was nothing to commit.
+	Committed bool `json:"committed"`
+}
+
+// MergeRequest is the body of POST .../merge.
+type MergeRequest struct {
+	// Into is the target branch (default: the branch the workspace was
+	// created from).
+	Into string `json:"into,omitempty"`
+}
+
+// MergeResult says what Merge did.
+type MergeResult struct {
+	Into        string `json:"into"`
+	Previous    string `json:"previous"`
+	Commit      string `json:"commit"`
+	FastForward bool   `json:"fast_forward"`
+	UpToDate    bool   `json:"up_to_date"`
+	// Uncommitted says the workspace had uncommitted changes, which were
+	// not merged (commit first).
+	Uncommitted bool `json:"uncommitted"`
+}
+
+// ApplyResult says what Apply staged in the user's working tree.
+type ApplyResult struct {
+	Dir   string     `json:"dir"`
+	Files []FileStat `json:"files"`
+}
+
+// LogEntry is one line of a workspace's log (refs/notes/patina-log).
+type LogEntry struct {
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Message  string    `json:"message"`
+	Line     string    `json:"line"`
+}
+
+// ErrorBody is every error answer: {"error": "...", "code": "..."}.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// Error codes, with their HTTP statuses.
+const (
+	CodeInvalid      = "invalid"       // 400
+	CodeUnauthorized = "unauthorized"  // 401
+	CodeNotFound     = "not_found"     // 404
+	CodeBusy         = "busy"          // 409: the session runs another command
+	CodeEnded        = "ended"         // 409: the session's shell has ended
+	CodeConflict     = "conflict"      // 409: exists already, merge conflict, dirty tree
+	CodeStopped      = "stopped"       // 409: the workspace is stopped
+	CodeTooLarge     = "too_large"     // 413
+	CodeUnavailable  = "unavailable"   // 503: e.g. the image is missing
+	CodeInternal     = "internal"      // 500
+	CodeNotRunning   = "not_running"   // 409: the command already finished
+	CodeNoRepository = "no_repository" // 409: a git operation on a scratch workspace
+)

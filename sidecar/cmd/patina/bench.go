@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/patina-dev/patina/sidecar/bench"
+	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/spf13/cobra"
+)
+
+type benchOptions struct {
+	json       bool
+	failOnMiss bool
+	opts       bench.Options
+}
+
+func newBenchCmd(a *app) *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure a sidecar on this machine against patina's targets",
+		Long: `Measure a sidecar on this machine, in one run against one workspace container,
+and print each figure with its target and PASS or MISS:
+
+  exec of ` + "`true`" + ` through the HTTP API (sequential, one keep-alive connection):
+      p50 ≤ 0.5 ms, and ≥ 75× faster than one Docker API exec
+      (create + attach + inspect) in the same container
+  workspace create → first exec: p50 ≤ 1 s
+  --sessions sessions × --execs execs concurrently: ≥ 2,000 exec/s, 0 errors
+  the sidecar's resident memory with those sessions idle: ≤ 50 MB
+
+patina bench starts a sidecar of its own (this program's "serve" on a free
+loopback port, with a temporary state directory and token) so that it can
+read its memory use, and removes it, its workspaces and the directory at the
+end. It needs a Docker engine and the workspace image (patina image build);
+it does not use a running sidecar, nor the global --addr, --token and
+--state-dir. Progress goes to stderr.`,
+		Example: `  patina bench
+  patina bench --json > bench.json
+  patina bench --samples 200 --sessions 10 --execs 20   # a quick run`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.opts.Samples <= 0 || o.opts.Sessions <= 0 || o.opts.Execs <= 0 ||
+				o.opts.DockerSamples <= 0 || o.opts.CreateSamples <= 0 {
+				return usagef("--samples, --docker-samples, --create-samples, --sessions and --execs must be positive")
+			}
+			bin, err := a.executable()
+			if err != nil {
+				return fmt.Errorf("find the patina executable: %w", err)
+			}
+			opts := o.opts
+			opts.Binary = bin
+			opts.Progress = a.stderr
+			rep, err := bench.Run(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				err = writeJSON(a.stdout, rep)
+			} else {
+				err = rep.WriteText(a.stdout)
+			}
+			if err != nil {
+				return err
+			}
+			if o.failOnMiss && !rep.Pass() {
+				return &exitError{code: exitFailure}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.json, "json", false, "print the report as JSON")
+	f.BoolVar(&o.failOnMiss, "fail-on-miss", false, "exit 1 when a target is missed")
+	f.IntVar(&o.opts.Samples, "samples", 1000, "sequential HTTP execs measured (after 100 warm-up)")
+	f.IntVar(&o.opts.DockerSamples, "docker-samples", 50, "Docker API execs measured")
+	f.IntVar(&o.opts.CreateSamples, "create-samples", 5, "workspaces created to time create → first exec")
+	f.IntVar(&o.opts.Sessions, "sessions", 100, "sessions in the concurrent run")
+	f.IntVar(&o.opts.Execs, "execs", 100, "execs per session in the concurrent run")
+	f.StringVar(&o.opts.Image, "image", image.DefaultTag, "the workspaces' image")
+	return cmd
+}

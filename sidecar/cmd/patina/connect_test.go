@@ -1,0 +1,152 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestResolveConnection(t *testing.T) {
+	state := t.TempDir()
+	mustWrite(t, filepath.Join(state, discoveryFile), `{"addr":"127.0.0.1:4242","pid":7,"version":"x"}`)
+	mustWrite(t, filepath.Join(state, tokenFile), "file-token\n")
+	empty := t.TempDir()
+	home := t.TempDir()
+
+	tests := []struct {
+		name                 string
+		flags                [3]string // state-dir, addr, token
+		env                  map[string]string
+		dir, addr, addrFrom  string
+		token, tokenFromBase string
+	}{
+		{"from the state dir", [3]string{state, "", ""}, nil,
+			state, "127.0.0.1:4242", filepath.Join(state, discoveryFile), "file-token", tokenFile},
+		{"state dir from env", [3]string{}, map[string]string{envStateDir: state},
+			state, "127.0.0.1:4242", filepath.Join(state, discoveryFile), "file-token", tokenFile},
+		{"flags win", [3]string{state, "10.0.0.1:1", "flag-token"}, map[string]string{envAddr: "e:1", envToken: "env-token"},
+			state, "10.0.0.1:1", "--addr", "flag-token", "--token"},
+		{"env over files", [3]string{state, "", ""}, map[string]string{envAddr: "e:1", envToken: "env-token"},
+			state, "e:1", envAddr, "env-token", envToken},
+		{"defaults", [3]string{empty, "", ""}, nil,
+			empty, defaultAddr, "default", "", ""},
+		{"XDG_STATE_HOME", [3]string{}, map[string]string{"XDG_STATE_HOME": empty},
+			filepath.Join(empty, "patina"), defaultAddr, "default", "", ""},
+		{"HOME", [3]string{}, map[string]string{"HOME": home},
+			filepath.Join(home, ".local", "state", "patina"), defaultAddr, "default", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := tt.env
+			if env == nil {
+				env = map[string]string{}
+			}
+			if env["HOME"] == "" {
+				env["HOME"] = home
+			}
+			a := &app{getenv: func(k string) string { return env[k] }}
+			a.stateDir, a.addr, a.token = tt.flags[0], tt.flags[1], tt.flags[2]
+			c, err := a.resolveConnection()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokenFrom := tt.tokenFromBase
+			if tokenFrom == tokenFile {
+				tokenFrom = filepath.Join(tt.dir, tokenFile)
+			}
+			exp := connection{StateDir: tt.dir, Addr: tt.addr, AddrFrom: tt.addrFrom, Token: tt.token, TokenFrom: tokenFrom}
+			if *c != exp {
+				t.Errorf("exp %+v\ngot %+v", exp, *c)
+			}
+		})
+	}
+}
+
+func TestResolveRelativeStateDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	a := &app{getenv: func(string) string { return "" }, stateDir: "rel"}
+	got, err := a.resolveStateDir()
+	if err != nil || got != filepath.Join(dir, "rel") {
+		t.Errorf("exp %s, got %s (%v)", filepath.Join(dir, "rel"), got, err)
+	}
+}
+
+func TestBadDiscoveryFile(t *testing.T) {
+	state := t.TempDir()
+	mustWrite(t, filepath.Join(state, discoveryFile), `{not json`)
+	r := runCLI(t, map[string]string{envStateDir: state}, "", "ws", "ls")
+	if r.code != exitFailure || !strings.Contains(r.stderr, discoveryFile) {
+		t.Errorf("exp exit 1 naming %s, got %d: %q", discoveryFile, r.code, r.stderr)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	state := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		exp  []string
+	}{
+		{"refused", map[string]string{envStateDir: state, envAddr: "127.0.0.1:1"},
+			[]string{"patina: cannot reach the sidecar at 127.0.0.1:1 (from PATINA_ADDR)", "connection refused", "patina serve", state}},
+		{"stale sidecar.json", nil, []string{"cannot reach the sidecar at 127.0.0.1:1 (from " + filepath.Join(state, discoveryFile) + ")"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := tt.env
+			if env == nil {
+				mustWrite(t, filepath.Join(state, discoveryFile), `{"addr":"127.0.0.1:1","pid":1}`)
+				env = map[string]string{envStateDir: state}
+			}
+			for _, args := range [][]string{{"ws", "ls"}, {"exec", "w", "--", "true"}} {
+				r := runCLI(t, env, "", args...)
+				if r.code != exitFailure {
+					t.Errorf("%v: exp exit 1, got %d", args, r.code)
+				}
+				for _, exp := range tt.exp {
+					if !strings.Contains(r.stderr, exp) {
+						t.Errorf("%v: exp stderr to contain %q, got %q", args, exp, r.stderr)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestUnauthorized(t *testing.T) {
+	f := newFakeSidecar(t)
+	env := f.env()
+	env[envToken] = "wrong"
+	r := runCLI(t, env, "", "ws", "ls")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "refused the token from PATINA_TOKEN") {
+		t.Errorf("exp exit 1 and a token message, got %d: %q", r.code, r.stderr)
+	}
+	// No token anywhere.
+	addr := strings.TrimPrefix(f.srv.URL, "http://")
+	r = runCLI(t, map[string]string{envStateDir: t.TempDir(), envAddr: addr}, "", "ws", "ls")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "wants a token and patina has none") {
+		t.Errorf("exp exit 1 and a no-token message, got %d: %q", r.code, r.stderr)
+	}
+}
+
+func TestAPIError(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "ws", "show", "nope")
+	if r.code != exitFailure || r.stderr != "patina: not found: no workspace \"nope\"\n" {
+		t.Errorf("exp exit 1 and the sidecar's message, got %d: %q", r.code, r.stderr)
+	}
+}
+
+func TestRmSeveral(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "ws", "rm", "demo", "nope", "w1")
+	if r.code != exitFailure {
+		t.Errorf("exp exit 1 when one fails, got %d", r.code)
+	}
+	if r.stdout != "removed workspace demo\nremoved workspace w1\n" {
+		t.Errorf("unexpected stdout %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, `patina: rm nope: not found`) {
+		t.Errorf("unexpected stderr %q", r.stderr)
+	}
+}

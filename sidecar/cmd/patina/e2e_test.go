@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/tests"
+)
+
+// The end-to-end tests run the real binary: `patina serve` on port 0 with
+// a temporary state directory, and the client commands against it, finding
+// it through the state directory alone. They need Docker and the default
+// image (built when missing); under -short they are skipped.
+
+// e2eSidecar is a running `patina serve` child.
+type e2eSidecar struct {
+	t        *testing.T
+	bin      string
+	stateDir string
+	cmd      *exec.Cmd
+	exited   chan error
+	logs     *syncBuffer
+	banner   string
+}
+
+// startServe runs `patina serve --addr 127.0.0.1:0 --state-dir DIR` (no
+// token: the sidecar generates one) and waits for its one-line banner.
+func startServe(t *testing.T) *e2eSidecar {
+	t.Helper()
+	tests.RequireDocker(t)
+	s := &e2eSidecar{t: t, bin: tests.Binary(t), stateDir: t.TempDir(), exited: make(chan error, 1), logs: &syncBuffer{}}
+	s.cmd = exec.Command(s.bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", s.stateDir, "--log-level", "debug")
+	s.cmd.Env = cleanEnviron()
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start patina serve: %v", err)
+	}
+	banner := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.logs.WriteString(line + "\n")
+			if strings.HasPrefix(line, "patina ") && strings.Contains(line, " listening on ") {
+				banner <- line
+			}
+		}
+	}()
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(s.cleanup)
+	select {
+	case s.banner = <-banner:
+	case err := <-s.exited:
+		t.Fatalf("patina serve exited: %v\n%s", err, s.logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("patina serve printed no banner within 60 s:\n%s", s.logs.String())
+	}
+	return s
+}
+
+// cleanEnviron is the test's environment without PATINA_* variables.
+func cleanEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATINA_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// patina runs the binary as a client of this sidecar and returns its
+// stdout, stderr and exit status.
+func (s *e2eSidecar) patina(args ...string) cliResult {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = append(cleanEnviron(), envStateDir+"="+s.stateDir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatalf("patina %v: %v", args, err)
+	}
+	return cliResult{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// ok runs patina and fails the test unless it exits 0.
+func (s *e2eSidecar) ok(args ...string) string {
+	s.t.Helper()
+	r := s.patina(args...)
+	if r.code != 0 {
+		s.t.Fatalf("patina %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// stop sends SIGTERM and returns serve's exit error.
+func (s *e2eSidecar) stop() error {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		s.exited <- err
+		return err
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		return errors.New("patina serve did not stop within 30 s of SIGTERM")
+	}
+}
+
+// cleanup removes every workspace (through the CLI), then stops serve.
+func (s *e2eSidecar) cleanup() {
+	if r := s.patina("ws", "ls", "--json"); r.code == 0 {
+		var wss []client.Workspace
+		if json.Unmarshal([]byte(r.stdout), &wss) == nil {
+			for _, w := range wss {
+				s.patina("ws", "rm", w.ID)
+			}
+		}
+	}
+	_ = s.stop()
+	if s.t.Failed() {
+		s.t.Logf("patina serve logs:\n%s", s.logs.String())
+	}
+}
+
+func TestE2EServeAndExec(t *testing.T) {
+	s := startServe(t)
+	if !strings.Contains(s.banner, "listening on http://127.0.0.1:") || !strings.Contains(s.banner, "(state "+s.stateDir+")") {
+		t.Errorf("unexpected banner %q", s.banner)
+	}
+	fi, err := os.Stat(filepath.Join(s.stateDir, tokenFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("exp a generated token file with mode 0600, got %v, %v", fi, err)
+	}
+
+	var ws client.Workspace
+	if err := json.Unmarshal([]byte(s.ok("ws", "create", "--name", "e2e", "--env", "GREETING=hello", "--json")), &ws); err != nil {
+		t.Fatalf("ws create --json: %v", err)
+	}
+	if ws.Name != "e2e" || ws.Status != client.StatusRunning || ws.Env["GREETING"] != "hello" {
+		t.Errorf("unexpected workspace %+v", ws)
+	}
+
+	r := s.patina("exec", "e2e", "--", "echo hi; exit 3")
+	if r.code != 3 || r.stdout != "hi\n" {
+		t.Errorf("exp stdout %q and exit 3, got %q and %d (stderr %q)", "hi\n", r.stdout, r.code, r.stderr)
+	}
+
+	// Another session: state persists between commands, streams are
+	// separate, and the environment is the container's.
+	s.ok("exec", "e2e", "--session", "s1", "--", "cd /tmp && export X=42")
+	r = s.patina("exec", "e2e", "--session", "s1", "--", `echo "$PWD $X $GREETING"; echo to-stderr >&2`)
+	if r.code != 0 || r.stdout != "/tmp 42 hello\n" || r.stderr != "to-stderr\n" {
+		t.Errorf("exp %q / %q, got %q / %q (exit %d)", "/tmp 42 hello\n", "to-stderr\n", r.stdout, r.stderr, r.code)
+	}
+	r = s.patina("exec", "e2e", "--session", "s1", "--timeout", "300ms", "--", "sleep 30")
+	if r.code != 130 && r.code != 137 || !strings.Contains(r.stderr, "patina: command timed out after 300ms") {
+		t.Errorf("exp a timeout (130/137), got %d, %q", r.code, r.stderr)
+	}
+	cmd := exec.Command(s.bin, "exec", "e2e", "--session", "s1", "--stdin", "--", "tr a-z A-Z")
+	cmd.Env = append(cleanEnviron(), envStateDir+"="+s.stateDir)
+	cmd.Stdin = strings.NewReader("shout\n")
+	if out, err := cmd.Output(); err != nil || string(out) != "SHOUT\n" {
+		t.Errorf("exp SHOUT from --stdin, got %q, %v", out, err)
+	}
+
+	var wss []client.Workspace
+	if err := json.Unmarshal([]byte(s.ok("ws", "ls", "--json")), &wss); err != nil {
+		t.Fatalf("ws ls --json: %v", err)
+	}
+	if len(wss) != 1 || wss[0].ID != ws.ID {
+		t.Errorf("exp [e2e], got %+v", wss)
+	}
+	if out := s.ok("ws", "ls"); !strings.Contains(out, "NAME") || !strings.Contains(out, "e2e") {
+		t.Errorf("unexpected ws ls table:\n%s", out)
+	}
+	if out := s.ok("sessions", "e2e"); !strings.Contains(out, "s1") || !strings.Contains(out, "/tmp") {
+		t.Errorf("unexpected sessions table:\n%s", out)
+	}
+	if out := s.ok("history", "e2e", "--session", "s1"); !strings.Contains(out, "sleep 30") || !strings.Contains(out, "timeout") {
+		t.Errorf("unexpected history table:\n%s", out)
+	}
+
+	if out := s.ok("ws", "rm", "e2e"); out != "removed workspace e2e\n" {
+		t.Errorf("unexpected ws rm output %q", out)
+	}
+	if out := s.ok("ws", "ls", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("exp no workspaces left, got %s", out)
+	}
+	if r := s.patina("ws", "show", "e2e"); r.code != exitFailure || !strings.HasPrefix(r.stderr, "patina: ") {
+		t.Errorf("exp exit 1 for a removed workspace, got %d, %q", r.code, r.stderr)
+	}
+
+	// SIGTERM: serve exits 0 and removes its sidecar.json; then the CLI
+	// says the sidecar is not running.
+	if err := s.stop(); err != nil {
+		t.Fatalf("patina serve on SIGTERM: %v\n%s", err, s.logs.String())
+	}
+	if _, err := os.Stat(filepath.Join(s.stateDir, discoveryFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("exp sidecar.json removed on shutdown, got %v", err)
+	}
+	r = s.patina("ws", "ls")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "patina serve") {
+		t.Errorf("exp exit 1 with a hint to start the sidecar, got %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestE2ERepoWorkspace(t *testing.T) {
+	s := startServe(t)
+	repo := tests.GitRepo(t, map[string]string{"README": "hello\n"})
+	s.ok("ws", "create", "--name", "feature", "--repo", repo)
+	s.ok("exec", "feature", "--", "echo world >> README && echo new > NEW")
+
+	if out := s.ok("ws", "diff", "feature", "--stat"); !strings.Contains(out, "README") || !strings.Contains(out, "2 files changed") {
+		t.Errorf("unexpected diff --stat:\n%s", out)
+	}
+	if out := s.ok("ws", "diff", "feature"); !strings.Contains(out, "+world") {
+		t.Errorf("unexpected diff:\n%s", out)
+	}
+	if out := s.ok("ws", "commit", "feature", "-m", "Add world", "--author", "Ada <ada@example.com>"); !strings.HasPrefix(out, "committed ") {
+		t.Errorf("unexpected commit output %q", out)
+	}
+	if out := s.ok("ws", "commit", "feature", "-m", "again"); out != "nothing to commit\n" {
+		t.Errorf("unexpected second commit output %q", out)
+	}
+	if out := s.ok("ws", "merge", "feature"); !strings.Contains(out, "main") {
+		t.Errorf("unexpected merge output %q", out)
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "README"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// merge updates the branch, not the user's checkout; git show does.
+	show := exec.Command("git", "show", "main:README")
+	show.Dir = repo
+	if out, err := show.Output(); err != nil || string(out) != "hello\nworld\n" {
+		t.Errorf("exp main's README to be merged, got %q, %v (worktree has %q)", out, err, b)
+	}
+	if out := s.ok("ws", "log", "feature"); !strings.Contains(out, "committed") {
+		t.Errorf("unexpected log:\n%s", out)
+	}
+	var entries []client.LogEntry
+	if err := json.Unmarshal([]byte(s.ok("ws", "log", "feature", "--json")), &entries); err != nil || len(entries) == 0 {
+		t.Errorf("ws log --json: %v, %d entries", err, len(entries))
+	}
+	// A scratch workspace has no git: a clear error, exit 1.
+	s.ok("ws", "create", "--name", "scratch")
+	if r := s.patina("ws", "diff", "scratch"); r.code != exitFailure || !strings.HasPrefix(r.stderr, "patina: ") {
+		t.Errorf("exp exit 1 for diff of a scratch workspace, got %d, %q", r.code, r.stderr)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and other readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) WriteString(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

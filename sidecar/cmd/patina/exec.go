@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/spf13/cobra"
+)
+
+// defaultSession is the session exec uses unless told; the sidecar creates
+// it on first use.
+const defaultSession = "default"
+
+type execOptions struct {
+	session string
+	timeout time.Duration
+	stdin   bool
+	fresh   bool
+}
+
+func newExecCmd(a *app) *cobra.Command {
+	var o execOptions
+	cmd := &cobra.Command{
+		Use:   "exec WS [--session S] [--timeout D] [--stdin] -- COMMAND...",
+		Short: "Run a command in a workspace's session, streaming its output",
+		Long: `Run a command in a persistent bash session of a workspace and stream its output
+live to stdout and stderr. patina exits with the command's exit status.
+
+The words after -- are joined with spaces and run as bash text in the session,
+so quote what should reach bash intact: patina exec ws -- 'cd src && make'.
+The session remembers its directory, variables, functions and aliases between
+commands. A session is created on first use (in /workspace); sessions run in
+parallel, each one command at a time. A command that exits the shell (exit,
+exec, set -e and a failure) ends its session: later commands there fail until
+--fresh starts it again in a new shell.
+
+The command reads EOF on its stdin unless --stdin is given: then patina reads
+its own stdin to the end first and passes it to the command.
+
+With --timeout the command is interrupted (SIGINT, then SIGKILL) after that
+long and patina exits with its status (130 or 137). Ctrl-C stops the command
+the same way and patina exits with 130. If patina itself fails (the sidecar
+is unreachable, the session is busy...), it prints "patina: ..." and exits 1.`,
+		Example: `  patina exec demo -- make test
+  patina exec demo -- 'cd src && go test ./... 2>&1 | tail -n 20'
+  patina exec demo --session build --timeout 10m -- make all
+  echo 'print(1+1)' | patina exec demo --stdin -- python3`,
+		Args: execArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			command := strings.Join(args[1:], " ")
+			return a.exec(cmd.Context(), args[0], command, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.session, "session", "s", defaultSession, "the session to run in (created if it does not exist)")
+	f.DurationVar(&o.timeout, "timeout", 0, "interrupt the command after this long, e.g. 30s or 10m (default: no limit)")
+	f.BoolVar(&o.fresh, "fresh", false, "remove the session first if it exists (its shell, state and history): run in a new shell")
+	f.BoolVar(&o.stdin, "stdin", false, "pass patina's stdin to the command (read to EOF before the command starts)")
+	return cmd
+}
+
+// execArgs expects WS then the command, after "--" (or without it when the
+// command has no flags that patina could take for its own).
+func execArgs(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case len(args) == 0 || dash == 0:
+		return usagef("exec needs a workspace and a command: patina exec WS -- COMMAND")
+	case dash > 1:
+		return usagef("put the whole command after --: patina exec %s -- %s", args[0], strings.Join(args[1:], " "))
+	case len(args) == 1:
+		return usagef("exec needs a command after the workspace: patina exec %s -- COMMAND", args[0])
+	case strings.TrimSpace(strings.Join(args[1:], " ")) == "":
+		return usagef("the command is empty")
+	}
+	return nil
+}
+
+func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error {
+	if o.timeout < 0 {
+		return usagef("--timeout must not be negative")
+	}
+	req := client.ExecRequest{Command: command}
+	if o.timeout > 0 {
+		req.TimeoutMS = max(o.timeout.Milliseconds(), 1)
+	}
+	if o.stdin {
+		data, err := io.ReadAll(a.stdin)
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		setStdin(&req, data)
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	if o.fresh {
+		if err := a.removeSession(ctx, c, ws, o.session); err != nil {
+			return err
+		}
+	}
+	onOutput := func(stream string, data []byte) {
+		if stream == "stderr" {
+			a.stderr.Write(data)
+		} else {
+			a.stdout.Write(data)
+		}
+	}
+	res, err := c.ExecStream(ctx, ws, o.session, req, onOutput)
+	if errors.Is(err, client.ErrNotFound) && o.session != defaultSession {
+		// The sidecar creates only "default" on first use; create the
+		// others here. (If the workspace is what is missing, creating the
+		// session fails with that.)
+		if err = a.createSession(ctx, c, ws, o.session); err == nil {
+			res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			fmt.Fprintln(a.stderr, "patina: interrupted; the sidecar stops the command")
+			return &exitError{code: exitInterrupted}
+		}
+		return err
+	}
+	return &exitError{code: a.reportExec(res, o)}
+}
+
+// createSession creates session sid; one that exists already (made by a
+// concurrent patina exec) is fine.
+func (a *app) createSession(ctx context.Context, c *client.Client, ws, sid string) error {
+	ctx, cancel := a.apiContext(ctx)
+	defer cancel()
+	_, err := c.CreateSession(ctx, ws, client.CreateSessionRequest{ID: sid})
+	if errors.Is(err, client.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// removeSession removes session sid if it exists.
+func (a *app) removeSession(ctx context.Context, c *client.Client, ws, sid string) error {
+	ctx, cancel := a.apiContext(ctx)
+	defer cancel()
+	err := c.DeleteSession(ctx, ws, sid)
+	if errors.Is(err, client.ErrNotFound) {
+		// Either the session does not exist (fine) or the workspace does
+		// not: then the exec that follows says so.
+		return nil
+	}
+	return err
+}
+
+// setStdin puts data into the request, as text when it is UTF-8.
+func setStdin(req *client.ExecRequest, data []byte) {
+	if utf8.Valid(data) {
+		s := string(data)
+		req.Stdin = &s
+		return
+	}
+	req.StdinBase64 = base64.StdEncoding.EncodeToString(data)
+}
+
+// reportExec says on stderr what happened to a command beyond its output,
+// and returns the status patina exits with.
+func (a *app) reportExec(res client.ExecResult, o execOptions) int {
+	code := res.ExitCode
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(a.stderr, "patina: command timed out after %s\n", o.timeout)
+		if code == 0 {
+			code = 137
+		}
+	case res.Interrupted:
+		fmt.Fprintln(a.stderr, "patina: command was interrupted")
+	}
+	if res.Notice != "" {
+		fmt.Fprintf(a.stderr, "patina: %s\n", res.Notice)
+	} else if res.ShellReplaced {
+		fmt.Fprintf(a.stderr, "patina: session %q's shell did not come back after the interrupt and was replaced; its state was restored\n", o.session)
+	}
+	if res.SessionEnded {
+		fmt.Fprintf(a.stderr, "patina: the command ended session %q's shell (exit status %d)\n", o.session, res.ExitCode)
+	}
+	if code < 0 || code > 255 {
+		fmt.Fprintf(a.stderr, "patina: the command's exit status is unknown (%d)\n", res.ExitCode)
+		code = exitFailure
+	}
+	return code
+}

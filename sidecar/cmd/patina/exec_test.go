@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+func TestExecStreamsAndExits(t *testing.T) {
+	f := newFakeSidecar(t)
+	f.exec = func(w http.ResponseWriter, r *http.Request, req client.ExecRequest) {
+		writeSSE(w, "stdout", client.StreamEvent{Data: "hi\n"})
+		writeSSE(w, "stderr", client.StreamEvent{Data: "oops\n"})
+		writeSSE(w, "stdout", client.StreamEvent{DataBase64: "AP8K"}) // 0x00 0xff \n
+		writeSSE(w, "exit", client.StreamEvent{Result: &client.ExecResult{ExitCode: 3}})
+	}
+	r := runCLI(t, f.env(), "", "exec", "demo", "--", "echo hi;", "exit 3")
+	if r.code != 3 {
+		t.Fatalf("exp exit 3, got %d (stderr %q)", r.code, r.stderr)
+	}
+	if exp := "hi\n\x00\xff\n"; r.stdout != exp {
+		t.Errorf("exp stdout %q, got %q", exp, r.stdout)
+	}
+	if r.stderr != "oops\n" {
+		t.Errorf("exp stderr %q, got %q", "oops\n", r.stderr)
+	}
+	req := f.lastExec()
+	if req.Command != "echo hi; exit 3" || req.Stdin != nil || req.StdinBase64 != "" || req.TimeoutMS != 0 {
+		t.Errorf("unexpected request %+v", req)
+	}
+	if calls := f.callList(); !slices.Contains(calls, "POST /v1/workspaces/demo/sessions/default/exec") {
+		t.Errorf("exp an exec in session default, got %v", calls)
+	}
+}
+
+func TestExecWithoutDash(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "exec", "demo", "true")
+	if r.code != 0 || f.lastExec().Command != "true" {
+		t.Errorf("exp exit 0 and command true, got %d, %q (%s)", r.code, f.lastExec().Command, r.stderr)
+	}
+}
+
+func TestExecOutcomes(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		result client.ExecResult
+		code   int
+		stderr []string
+	}{
+		{"success", nil, client.ExecResult{}, 0, nil},
+		{"timeout", []string{"--timeout", "2s"}, client.ExecResult{ExitCode: 130, TimedOut: true}, 130,
+			[]string{"patina: command timed out after 2s"}},
+		{"timeout killed", []string{"--timeout", "2s"}, client.ExecResult{ExitCode: 137, TimedOut: true}, 137,
+			[]string{"timed out"}},
+		{"interrupted", nil, client.ExecResult{ExitCode: 130, Interrupted: true}, 130, []string{"interrupted"}},
+		{"session ended", nil, client.ExecResult{ExitCode: 3, SessionEnded: true}, 3,
+			[]string{`ended session "default"'s shell`}},
+		{"shell replaced", nil, client.ExecResult{ExitCode: 137, TimedOut: true, ShellReplaced: true, Notice: "shell replaced; state restored"}, 137,
+			[]string{"patina: shell replaced; state restored"}},
+		{"unknown status", nil, client.ExecResult{ExitCode: -1}, 1, []string{"exit status is unknown"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeSidecar(t)
+			f.exec = func(w http.ResponseWriter, r *http.Request, req client.ExecRequest) {
+				res := tt.result
+				writeSSE(w, "exit", client.StreamEvent{Result: &res})
+			}
+			args := append(append([]string{"exec", "demo"}, tt.args...), "--", "cmd")
+			r := runCLI(t, f.env(), "", args...)
+			if r.code != tt.code {
+				t.Errorf("exp exit %d, got %d (stderr %q)", tt.code, r.code, r.stderr)
+			}
+			for _, exp := range tt.stderr {
+				if !strings.Contains(r.stderr, exp) {
+					t.Errorf("exp stderr to contain %q, got %q", exp, r.stderr)
+				}
+			}
+			if len(tt.stderr) == 0 && r.stderr != "" {
+				t.Errorf("exp no stderr, got %q", r.stderr)
+			}
+		})
+	}
+}
+
+func TestExecTimeoutRequest(t *testing.T) {
+	f := newFakeSidecar(t)
+	runCLI(t, f.env(), "", "exec", "demo", "--timeout", "1m30s", "--", "make")
+	if got := f.lastExec().TimeoutMS; got != 90000 {
+		t.Errorf("exp timeout_ms 90000, got %d", got)
+	}
+}
+
+func TestExecStdin(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "line 1\nline 2\n", "exec", "demo", "--stdin", "--", "cat")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if req := f.lastExec(); req.Stdin == nil || *req.Stdin != "line 1\nline 2\n" || req.StdinBase64 != "" {
+		t.Errorf("exp stdin as text, got %+v", req)
+	}
+	runCLI(t, f.env(), "\x00\xff", "exec", "demo", "--stdin", "--", "cat")
+	if req := f.lastExec(); req.Stdin != nil || req.StdinBase64 != "AP8=" {
+		t.Errorf("exp stdin as base64 AP8=, got %+v", req)
+	}
+	runCLI(t, f.env(), "ignored", "exec", "demo", "--", "cat")
+	if req := f.lastExec(); req.Stdin != nil || req.StdinBase64 != "" {
+		t.Errorf("exp no stdin without --stdin, got %+v", req)
+	}
+}
+
+func TestExecCreatesNamedSession(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "exec", "demo", "--session", "build", "--", "make")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	exp := []string{
+		"POST /v1/workspaces/demo/sessions/build/exec",
+		"POST /v1/workspaces/demo/sessions",
+		"POST /v1/workspaces/demo/sessions/build/exec",
+	}
+	if got := f.callList(); !slices.Equal(got, exp) {
+		t.Errorf("exp calls %v, got %v", exp, got)
+	}
+	// A missing workspace stays an error (exit 1), and no session is made.
+	r = runCLI(t, f.env(), "", "exec", "nope", "--session", "build", "--", "make")
+	if r.code != 1 || !strings.Contains(r.stderr, `patina: not found: no workspace "nope"`) {
+		t.Errorf("exp exit 1 and not found, got %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestExecFresh(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "exec", "demo", "--fresh", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	exp := []string{"DELETE /v1/workspaces/demo/sessions/default", "POST /v1/workspaces/demo/sessions/default/exec"}
+	if got := f.callList(); !slices.Equal(got, exp) {
+		t.Errorf("exp calls %v, got %v", exp, got)
+	}
+}
+
+func TestExecAPIErrors(t *testing.T) {
+	tests := []struct {
+		code, msg string
+		status    int
+		exp       []string
+	}{
+		{client.CodeBusy, "session default is busy", http.StatusConflict, []string{"patina: session default is busy\n", "--session"}},
+		{client.CodeEnded, "session default has ended", http.StatusConflict, []string{"patina: session default has ended\n", "--fresh"}},
+		{client.CodeStopped, "workspace demo is stopped", http.StatusConflict, []string{"patina: workspace demo is stopped\n"}},
+		{client.CodeInternal, "boom", http.StatusInternalServerError, []string{"patina: boom\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			f := newFakeSidecar(t)
+			f.exec = func(w http.ResponseWriter, r *http.Request, req client.ExecRequest) {
+				w.Header().Set("Content-Type", "application/json")
+				writeFakeError(w, tt.status, tt.code, tt.msg)
+			}
+			r := runCLI(t, f.env(), "", "exec", "demo", "--", "true")
+			if r.code != exitFailure {
+				t.Errorf("exp exit 1, got %d", r.code)
+			}
+			for _, exp := range tt.exp {
+				if !strings.Contains(r.stderr, exp) {
+					t.Errorf("exp stderr to contain %q, got %q", exp, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestExecInterrupt cancels patina's context (as Ctrl-C does) while the
+// command runs: the request is cancelled, so the sidecar stops the command,
+// and patina exits 130.
+func TestExecInterrupt(t *testing.T) {
+	f := newFakeSidecar(t)
+	cancelled := make(chan struct{})
+	f.exec = func(w http.ResponseWriter, r *http.Request, req client.ExecRequest) {
+		writeSSE(w, "stdout", client.StreamEvent{Data: "started\n"})
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(10 * time.Second):
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb bytes.Buffer
+	started := &notifyWriter{w: &out, ch: make(chan struct{})}
+	a := &app{
+		stdin: strings.NewReader(""), stdout: started, stderr: &errb,
+		getenv:     func(k string) string { return f.env()[k] },
+		now:        time.Now,
+		apiTimeout: 10 * time.Second,
+	}
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"exec", "demo", "--", "sleep 100"}, a) }()
+	select {
+	case <-started.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no output arrived")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitInterrupted {
+			t.Errorf("exp exit 130, got %d (stderr %q)", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("patina did not return after the interrupt")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Error("the sidecar never saw the request cancelled")
+	}
+	if out.String() != "started\n" || !strings.Contains(errb.String(), "interrupted") {
+		t.Errorf("unexpected output %q / %q", out.String(), errb.String())
+	}
+}
+
+// notifyWriter closes ch on the first write.
+type notifyWriter struct {
+	w    *bytes.Buffer
+	ch   chan struct{}
+	once bool
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	k, err := n.w.Write(p)
+	if !n.once {
+		n.once = true
+		close(n.ch)
+	}
+	return k, err
+}

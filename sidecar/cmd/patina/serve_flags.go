@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions are serve's flags.
+type serveOptions struct {
+	addr, stateDir, token, image string
+	logLevel, logFormat          string
+	shutdownTimeout              time.Duration
+}
+
+// serveSettings are serve's flags resolved against the environment.
+type serveSettings struct {
+	Addr, StateDir, Token, Image string
+	Logger                       *slog.Logger
+	ShutdownTimeout              time.Duration
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the sidecar: the HTTP API that keeps the workspaces",
+		Long: `Run the sidecar: the HTTP API that keeps one Docker container per workspace,
+with persistent bash sessions in it, until SIGINT or SIGTERM.
+
+It listens on the loopback interface by default. Every /v1 call needs
+"Authorization: Bearer <token>": the token is --token, else PATINA_TOKEN, else
+the one in <state-dir>/token, generated (mode 0600) on first start. The other
+patina commands find the address and the token in the state directory
+(<state-dir>/sidecar.json and <state-dir>/token), so run them with the same
+--state-dir.
+
+Stopping the sidecar leaves the workspaces' containers and sessions running; the
+next "patina serve" with the same state directory adopts them again. Logs go to
+stderr.
+
+The workspace image (default patina/base:bookworm) need not exist yet: creating
+a workspace fails until "patina image build" has built it.`,
+		Example: `  patina serve
+  patina serve --addr 127.0.0.1:0 --state-dir /tmp/patina --log-level debug
+  PATINA_TOKEN=secret patina serve --log-format json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.serveSettings(o)
+			if err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "", "where to listen, host:port; port 0 picks a free port (env "+envAddr+"; default "+defaultAddr+")")
+	f.StringVar(&o.stateDir, "state-dir", "", "the state directory: token, sessions, worktrees (env "+envStateDir+"; default $XDG_STATE_HOME/patina, else ~/.local/state/patina)")
+	f.StringVar(&o.token, "token", "", "the API token (env "+envToken+"; default: <state-dir>/"+tokenFile+", generated on first start)")
+	f.StringVar(&o.image, "image", image.DefaultTag, "the image of workspaces whose request names none")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight when stopping")
+	return cmd
+}
+
+// serveSettings validates serve's flags and fills in the environment and
+// the defaults.
+func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
+	var s serveSettings
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return s, usagef("--log-level must be debug, info, warn or error, not %q", o.logLevel)
+	}
+	var h slog.Handler
+	hopts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(o.logFormat) {
+	case "text":
+		h = slog.NewTextHandler(a.stderr, hopts)
+	case "json":
+		h = slog.NewJSONHandler(a.stderr, hopts)
+	default:
+		return s, usagef("--log-format must be text or json, not %q", o.logFormat)
+	}
+	if o.shutdownTimeout <= 0 {
+		return s, usagef("--shutdown-timeout must be positive")
+	}
+	if o.image == "" {
+		return s, usagef("--image must not be empty")
+	}
+	// serve's own flags shadow the global ones; read them here.
+	a.stateDir = o.stateDir
+	dir, err := a.resolveStateDir()
+	if err != nil {
+		return s, err
+	}
+	addr := firstNonEmpty(o.addr, a.getenv(envAddr), defaultAddr)
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return s, usagef("--addr %q: want host:port (%v)", addr, err)
+	}
+	return serveSettings{
+		Addr:            addr,
+		StateDir:        dir,
+		Token:           firstNonEmpty(o.token, a.getenv(envToken)),
+		Image:           o.image,
+		Logger:          slog.New(h),
+		ShutdownTimeout: o.shutdownTimeout,
+	}, nil
+}
+
+// loopback reports whether addr's host is a loopback address or localhost.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// announce prints serve's one line on stderr.
+func announce(w io.Writer, addr, stateDir string) {
+	fmt.Fprintf(w, "patina %s listening on http://%s (state %s)\n", version, addr, stateDir)
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestServeSettings(t *testing.T) {
+	home := t.TempDir()
+	defaults := serveOptions{image: "img", logLevel: "info", logFormat: "text", shutdownTimeout: time.Second}
+	tests := []struct {
+		name                  string
+		opts                  func(o *serveOptions)
+		env                   map[string]string
+		addr, stateDir, token string
+	}{
+		{"defaults", nil, nil, defaultAddr, filepath.Join(home, ".local", "state", "patina"), ""},
+		{"env", nil, map[string]string{envAddr: "127.0.0.1:9", envToken: "t", envStateDir: "/s"}, "127.0.0.1:9", "/s", "t"},
+		{"flags over env", func(o *serveOptions) { o.addr, o.token, o.stateDir = "127.0.0.1:0", "f", "/flag" },
+			map[string]string{envAddr: "127.0.0.1:9", envToken: "t", envStateDir: "/s"}, "127.0.0.1:0", "/flag", "f"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"HOME": home}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			o := defaults
+			if tt.opts != nil {
+				tt.opts(&o)
+			}
+			a := &app{getenv: func(k string) string { return env[k] }, stderr: &bytes.Buffer{}}
+			s, err := a.serveSettings(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Addr != tt.addr || s.StateDir != tt.stateDir || s.Token != tt.token || s.Image != "img" || s.Logger == nil {
+				t.Errorf("exp %s %s %q, got %+v", tt.addr, tt.stateDir, tt.token, s)
+			}
+		})
+	}
+}
+
+func TestServeLogFormat(t *testing.T) {
+	var b bytes.Buffer
+	a := &app{getenv: func(string) string { return "" }, stderr: &b, stateDir: t.TempDir()}
+	s, err := a.serveSettings(serveOptions{image: "i", logLevel: "warn", logFormat: "json", shutdownTimeout: time.Second, stateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Logger.Info("hidden")
+	s.Logger.Warn("shown", "k", "v")
+	if got := b.String(); !bytes.Contains(b.Bytes(), []byte(`"msg":"shown"`)) || bytes.Contains(b.Bytes(), []byte("hidden")) {
+		t.Errorf("exp one JSON warning, got %q", got)
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for addr, exp := range map[string]bool{
+		"127.0.0.1:7070": true, "localhost:1": true, "[::1]:80": true, "127.1.2.3:0": true,
+		"0.0.0.0:7070": false, ":7070": false, "10.0.0.1:1": false, "example.com:80": false, "bad": false,
+	} {
+		if got := loopback(addr); got != exp {
+			t.Errorf("loopback(%q): exp %v, got %v", addr, exp, got)
+		}
+	}
+}

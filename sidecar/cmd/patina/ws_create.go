@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/spf13/cobra"
+)
+
+type wsCreateOptions struct {
+	name, repo, base, image, network string
+	env                              []string
+	memoryMB, pids                   int64
+	cpus                             float64
+	json                             bool
+}
+
+func newWsCreateCmd(a *app) *cobra.Command {
+	var o wsCreateOptions
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create a workspace and start its container",
+		Long: `Create a workspace and start its container.
+
+With --repo, the workspace is a new branch patina/<name> of that repository
+(starting at --base, default its HEAD) checked out in a worktree on the
+sidecar's machine and mounted at /workspace. Without --repo it is a scratch
+workspace: an empty /workspace and no git.
+
+The container runs --image (default: the sidecar's, patina/base:bookworm; build
+it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
+2 CPUs, 4096 processes.`,
+		Example: `  patina ws create --name fix-tests --repo .
+  patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192
+  patina ws create --network none --json        # a scratch workspace without network`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req, err := o.request()
+			if err != nil {
+				return err
+			}
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				ws, err := c.CreateWorkspace(ctx, req)
+				if err != nil {
+					return err
+				}
+				if o.json {
+					return writeJSON(a.stdout, ws)
+				}
+				return printWorkspace(a.stdout, ws, a.now())
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.name, "name", "", "the workspace's name, also its branch patina/<name> (default: generated)")
+	f.StringVar(&o.repo, "repo", "", "a path inside a git repository on the sidecar's machine (default: none, a scratch workspace)")
+	f.StringVar(&o.base, "base", "", "the ref the branch starts from (default: the repository's HEAD)")
+	f.StringVar(&o.image, "image", "", "the container image (default: the sidecar's, patina/base:bookworm)")
+	f.StringArrayVar(&o.env, "env", nil, "set `KEY=VALUE` in the container (repeatable)")
+	f.Int64Var(&o.memoryMB, "memory", 0, "memory limit in MB (default: the sidecar's, 4096)")
+	f.Float64Var(&o.cpus, "cpus", 0, "CPU limit, e.g. 1.5 (default: the sidecar's, 2)")
+	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
+	f.StringVar(&o.network, "network", "", `"bridge" (default) or "none"`)
+	f.BoolVar(&o.json, "json", false, "print the workspace as JSON")
+	return cmd
+}
+
+// request validates the flags and builds the API request.
+func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
+	req := client.CreateWorkspaceRequest{
+		Name:      o.name,
+		Base:      o.base,
+		Image:     o.image,
+		MemoryMB:  o.memoryMB,
+		CPUs:      o.cpus,
+		PidsLimit: o.pids,
+		Network:   o.network,
+	}
+	if o.repo != "" {
+		abs, err := filepath.Abs(o.repo)
+		if err != nil {
+			return req, fmt.Errorf("--repo %s: %w", o.repo, err)
+		}
+		req.Repo = abs
+	}
+	if o.base != "" && o.repo == "" {
+		return req, usagef("--base needs --repo (a scratch workspace has no git)")
+	}
+	switch o.network {
+	case "", "bridge", "none":
+	default:
+		return req, usagef("--network must be bridge or none, not %q", o.network)
+	}
+	if o.memoryMB < 0 || o.cpus < 0 || o.pids < 0 {
+		return req, usagef("--memory, --cpus and --pids must not be negative")
+	}
+	env, err := parseEnv(o.env)
+	if err != nil {
+		return req, err
+	}
+	req.Env = env
+	return req, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parseEnv parses KEY=VALUE pairs (the value may be empty or contain "=");
+// a later pair wins over an earlier one with the same key.
+func parseEnv(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, usagef("--env %q: want KEY=VALUE", p)
+		}
+		if !envName.MatchString(k) {
+			return nil, usagef("--env %q: %q is not a variable name (letters, digits and _, not starting with a digit)", p, k)
+		}
+		env[k] = v
+	}
+	return env, nil
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/spf13/cobra"
+)
+
+func newWsDiffCmd(a *app) *cobra.Command {
+	var stat, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diff WS",
+		Short: "Show a workspace's changes against its base",
+		Long: `Show a workspace's changes against its base: committed, uncommitted and
+untracked, as one unified diff (or, with --stat, one line per file).`,
+		Example: `  patina ws diff fix-tests | less
+  patina ws diff fix-tests --stat
+  patina ws diff fix-tests --json | jq -r '.files[].path'`,
+		Args: wsArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				d, err := c.Diff(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				switch {
+				case asJSON:
+					if d.Files == nil {
+						d.Files = []client.FileStat{}
+					}
+					return writeJSON(a.stdout, d)
+				case stat:
+					return writeDiffStat(a.stdout, d.Files)
+				}
+				if _, err := io.WriteString(a.stdout, d.Text); err != nil {
+					return err
+				}
+				if d.Truncated {
+					fmt.Fprintln(a.stderr, "patina: the diff is longer than the sidecar's limit and was cut; see the worktree (patina ws show) for the rest")
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&stat, "stat", false, "print one line per changed file instead of the diff")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the diff and its per-file summary as JSON")
+	return cmd
+}
+
+// writeDiffStat prints a per-file summary of a diff and a total line.
+func writeDiffStat(w io.Writer, files []client.FileStat) error {
+	rows := make([][]string, 0, len(files))
+	var added, deleted int
+	for _, f := range files {
+		path := f.Path
+		if f.OldPath != "" && f.OldPath != f.Path {
+			path = f.OldPath + " => " + f.Path
+		}
+		change := fmt.Sprintf("+%d -%d", f.Added, f.Deleted)
+		if f.Binary {
+			change = "binary"
+		}
+		rows = append(rows, []string{f.Status, path, change})
+		added += f.Added
+		deleted += f.Deleted
+	}
+	if err := writeTable(w, []string{"STATUS", "PATH", "LINES"}, rows); err != nil {
+		return err
+	}
+	plural := "s"
+	if len(files) == 1 {
+		plural = ""
+	}
+	_, err := fmt.Fprintf(w, "%d file%s changed, %d insertions(+), %d deletions(-)\n", len(files), plural, added, deleted)
+	return err
+}
+
+func newWsCommitCmd(a *app) *cobra.Command {
+	var message, author string
+	cmd := &cobra.Command{
+		Use:   "commit WS -m MESSAGE",
+		Short: "Commit everything in a workspace on its branch",
+		Long: `Stage everything in the workspace (changes and untracked files) and commit it on
+its branch patina/<name>. Nothing to commit is not an error.`,
+		Example: `  patina ws commit fix-tests -m "Fix the flaky test"
+  patina ws commit fix-tests -m "Add docs" --author "Ada Lovelace <ada@example.com>"`,
+		Args: wsArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := commitRequest(message, author)
+			if err != nil {
+				return err
+			}
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				res, err := c.Commit(ctx, args[0], req)
+				if err != nil {
+					return err
+				}
+				if !res.Committed {
+					_, err = fmt.Fprintln(a.stdout, "nothing to commit")
+					return err
+				}
+				_, err = fmt.Fprintf(a.stdout, "committed %s\n", shortCommit(res.Commit))
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&message, "message", "m", "", "the commit message (required)")
+	cmd.Flags().StringVar(&author, "author", "", `the commit's author, "Name <email>" (default: the sidecar's)`)
+	return cmd
+}
+
+// commitRequest validates commit's flags.
+func commitRequest(message, author string) (client.CommitRequest, error) {
+	req := client.CommitRequest{Message: message}
+	if strings.TrimSpace(message) == "" {
+		return req, usagef("a commit message is required (-m MESSAGE)")
+	}
+	if author != "" {
+		name, email, err := parseAuthor(author)
+		if err != nil {
+			return req, err
+		}
+		req.AuthorName, req.AuthorEmail = name, email
+	}
+	return req, nil
+}
+
+// parseAuthor splits "Name <email>".
+func parseAuthor(s string) (name, email string, err error) {
+	s = strings.TrimSpace(s)
+	open := strings.LastIndex(s, "<")
+	if open < 0 || !strings.HasSuffix(s, ">") {
+		return "", "", usagef(`--author %q: want "Name <email>"`, s)
+	}
+	name = strings.TrimSpace(s[:open])
+	email = strings.TrimSpace(s[open+1 : len(s)-1])
+	if name == "" || email == "" || strings.ContainsAny(name, "<>") || strings.ContainsAny(email, "<> ") {
+		return "", "", usagef(`--author %q: want "Name <email>"`, s)
+	}
+	return name, email, nil
+}
+
+func newWsMergeCmd(a *app) *cobra.Command {
+	var into string
+	cmd := &cobra.Command{
+		Use:   "merge WS",
+		Short: "Merge a workspace's branch into a branch of the repository",
+		Long: `Merge the workspace's branch patina/<name> into a branch of the user's
+repository (default: the branch the workspace was created from). Only committed
+changes are merged: run "patina ws commit" first. A conflict leaves both
+branches as they were and fails.`,
+		Example: `  patina ws merge fix-tests
+  patina ws merge fix-tests --into release-1.2`,
+		Args: wsArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				res, err := c.Merge(ctx, args[0], client.MergeRequest{Into: into})
+				if err != nil {
+					return err
+				}
+				if res.Uncommitted {
+					fmt.Fprintln(a.stderr, "patina: note: the workspace has uncommitted changes, which were not merged (run `patina ws commit` first)")
+				}
+				return writeMergeResult(a.stdout, res)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&into, "into", "", "the branch to merge into (default: the branch the workspace was created from)")
+	return cmd
+}
+
+func writeMergeResult(w io.Writer, r client.MergeResult) error {
+	var err error
+	switch {
+	case r.UpToDate:
+		_, err = fmt.Fprintf(w, "%s is already up to date\n", r.Into)
+	case r.FastForward:
+		_, err = fmt.Fprintf(w, "fast-forwarded %s: %s..%s\n", r.Into, shortCommit(r.Previous), shortCommit(r.Commit))
+	default:
+		_, err = fmt.Fprintf(w, "merged into %s: %s (was %s)\n", r.Into, shortCommit(r.Commit), shortCommit(r.Previous))
+	}
+	return err
+}
+
+func newWsApplyCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "apply WS",
+		Short: "Stage a workspace's changes in the repository's working tree",
+		Long: `Stage the workspace's changes, squashed into one, in the user's working tree
+(the repository the workspace was made from), without committing: review them
+with "git diff --cached" and commit them yourself.`,
+		Example: `  patina ws apply fix-tests && git diff --cached`,
+		Args:    wsArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				res, err := c.Apply(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if len(res.Files) == 0 {
+					_, err = fmt.Fprintf(a.stdout, "nothing to apply to %s\n", res.Dir)
+					return err
+				}
+				fmt.Fprintf(a.stdout, "staged in %s:\n", res.Dir)
+				return writeDiffStat(a.stdout, res.Files)
+			})
+		},
+	}
+}
+
+func newWsLogCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "log WS",
+		Short: "Show a workspace's log (what was run and done in it)",
+		Long: `Show a workspace's log, oldest first: one line per event (creation, commands,
+commits, merges...). It is kept in git notes (refs/notes/patina-log) of the
+repository, so it survives the sidecar.`,
+		Example: `  patina ws log fix-tests
+  patina ws log fix-tests --json | jq 'map(select(.kind == "command"))'`,
+		Args: wsArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return query(a, cmd, asJSON, func(ctx context.Context, c *client.Client) ([]client.LogEntry, error) {
+				return c.Log(ctx, args[0])
+			}, writeLog)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the log as a JSON array")
+	return cmd
+}
+
+// writeLog prints log entries as a table.
+func writeLog(w io.Writer, entries []client.LogEntry) error {
+	rows := make([][]string, 0, len(entries))
+	for _, e := range entries {
+		exit := ""
+		if e.ExitCode != nil {
+			exit = fmt.Sprint(*e.ExitCode)
+		}
+		when := ""
+		if !e.Time.IsZero() {
+			when = e.Time.Local().Format(time.DateTime)
+		}
+		msg := e.Message
+		if e.Kind == "" && msg == "" {
+			msg = e.Line // a line not in patina's format
+		}
+		rows = append(rows, []string{when, e.Kind, exit, oneLine(msg, 100)})
+	}
+	return writeTable(w, []string{"TIME", "KIND", "EXIT", "MESSAGE"}, rows)
+}

@@ -1,0 +1,105 @@
+// Package sidecar serves patina workspaces over an HTTP API: each workspace
+// is a git worktree (package worktree) and one long-lived Docker container
+// holding persistent bash sessions (package session, run inside the
+// container by package container). It is the only package that talks to
+// Docker and serves HTTP; the API's types and Go client live in
+// sidecar/client.
+package sidecar
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/image"
+)
+
+// Config configures a Service. Zero values take the defaults noted.
+type Config struct {
+	// Addr is where the HTTP API listens (default 127.0.0.1:7070; port 0
+	// picks a free port, see Service.Addr).
+	Addr string
+	// StateDir holds the token, the workspaces' sessions and scratch
+	// directories, and the git worktrees. Required.
+	StateDir string
+	// Token authenticates /v1 calls. Empty: read StateDir/token, or generate
+	// one there (mode 0600) on first start.
+	Token string
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+	// Version is reported by /healthz.
+	Version string
+	// DefaultImage is the workspace image when a request names none
+	// (default image.DefaultTag, patina/base:bookworm).
+	DefaultImage string
+	// DefaultMemoryMB, DefaultCPUs and DefaultPids limit a workspace's
+	// container when the request does not (defaults 4096 MB, 2 CPUs, 4096
+	// processes).
+	DefaultMemoryMB int64
+	DefaultCPUs     float64
+	DefaultPids     int64
+	// MaxBodyBytes caps JSON request bodies (default 1 MiB): larger ones get
+	// 413. MaxFileBytes caps file uploads (default 256 MiB).
+	MaxBodyBytes int64
+	MaxFileBytes int64
+	// OutputLimit caps each stream in an exec result: the first and the last
+	// OutputLimit bytes (default 1 MiB); the rest is read by offset.
+	OutputLimit int
+	// DiffLimit caps the diff text in GET .../diff (default 8 MiB).
+	DiffLimit int
+	// InterruptGrace is how long a stopped command gets between SIGINT and
+	// SIGKILL (default 500 ms).
+	InterruptGrace time.Duration
+	// StopTimeout is how long a stopping container gets before SIGKILL
+	// (default 5 s).
+	StopTimeout time.Duration
+	// GitAuthorName and GitAuthorEmail sign patina's commits (default
+	// patina <patina@localhost>).
+	GitAuthorName  string
+	GitAuthorEmail string
+	// Docker is the Docker API (default: a client from the environment,
+	// DOCKER_HOST etc., with API version negotiation).
+	Docker DockerAPI
+}
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:7070"
+	}
+	if c.DefaultImage == "" {
+		c.DefaultImage = image.DefaultTag
+	}
+	if c.DefaultMemoryMB == 0 {
+		c.DefaultMemoryMB = 4096
+	}
+	if c.DefaultCPUs == 0 {
+		c.DefaultCPUs = 2
+	}
+	if c.DefaultPids == 0 {
+		c.DefaultPids = 4096
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = 256 << 20
+	}
+	if c.OutputLimit == 0 {
+		c.OutputLimit = 1 << 20
+	}
+	if c.DiffLimit == 0 {
+		c.DiffLimit = 8 << 20
+	}
+	if c.InterruptGrace == 0 {
+		c.InterruptGrace = 500 * time.Millisecond
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = 5 * time.Second
+	}
+	if c.GitAuthorName == "" {
+		c.GitAuthorName = "patina"
+	}
+	if c.GitAuthorEmail == "" {
+		c.GitAuthorEmail = "patina@localhost"
+	}
+	return c
+}

@@ -1,0 +1,146 @@
+package sidecar
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+// routes builds the API's handler.
+func (s *Service) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+
+	mux.HandleFunc("POST /v1/workspaces", s.handleCreateWorkspace)
+	mux.HandleFunc("GET /v1/workspaces", s.handleListWorkspaces)
+	mux.HandleFunc("GET /v1/workspaces/{id}", s.handleGetWorkspace)
+	mux.HandleFunc("POST /v1/workspaces/{id}/stop", s.handleStopWorkspace)
+	mux.HandleFunc("POST /v1/workspaces/{id}/start", s.handleStartWorkspace)
+	mux.HandleFunc("DELETE /v1/workspaces/{id}", s.handleDeleteWorkspace)
+
+	mux.HandleFunc("POST /v1/workspaces/{id}/sessions", s.handleCreateSession)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions", s.handleListSessions)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}", s.handleGetSession)
+	mux.HandleFunc("DELETE /v1/workspaces/{id}/sessions/{sid}", s.handleDeleteSession)
+	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/env", s.handleSetEnv)
+	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/exec", s.handleExec)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands", s.handleHistory)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}", s.handleGetCommand)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stdout", s.handleOutput)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stderr", s.handleOutput)
+	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/signal", s.handleSignal)
+
+	mux.HandleFunc("GET /v1/workspaces/{id}/diff", s.handleDiff)
+	mux.HandleFunc("POST /v1/workspaces/{id}/commit", s.handleCommit)
+	mux.HandleFunc("POST /v1/workspaces/{id}/merge", s.handleMerge)
+	mux.HandleFunc("POST /v1/workspaces/{id}/apply", s.handleApply)
+	mux.HandleFunc("GET /v1/workspaces/{id}/log", s.handleLog)
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("%w: no such endpoint %s %s", errNotFound, r.Method, r.URL.Path))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="patina"`)
+			writeError(w, fmt.Errorf("%w: send Authorization: Bearer <token> (the token is in the sidecar's state directory)", errUnauthorized))
+			return
+		}
+		// Files are routed here, before ServeMux would clean (and redirect)
+		// a path with "..": such a path is refused, not rewritten.
+		if id, rest, ok := filesPath(r.URL.Path); ok {
+			s.handleFiles(w, r, id, rest)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// filesPath splits /v1/workspaces/{id}/files[/{path...}].
+func filesPath(p string) (id, rest string, ok bool) {
+	const pre = "/v1/workspaces/"
+	if !strings.HasPrefix(p, pre) {
+		return "", "", false
+	}
+	parts := strings.SplitN(p[len(pre):], "/", 3)
+	if len(parts) < 2 || parts[1] != "files" || parts[0] == "" {
+		return "", "", false
+	}
+	if len(parts) == 3 {
+		rest = parts[2]
+	}
+	return parts[0], rest, true
+}
+
+func (s *Service) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.token)) == 1
+}
+
+func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+}
+
+// writeJSON writes v with the given status (no HTML escaping: commands
+// keep their & < >).
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeError writes {"error", "code"} with the status the error maps to.
+func writeError(w http.ResponseWriter, err error) {
+	code, c := status(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(client.ErrorBody{Error: err.Error(), Code: c})
+}
+
+// decode reads a JSON body into v: at most limit bytes (else errTooLarge),
+// no unknown fields, nothing after the value. An empty body is allowed when
+// optional (v keeps its zero value).
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, optional bool) error {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return fmt.Errorf("%w: the limit is %d bytes", errTooLarge, limit)
+		case errors.Is(err, io.EOF) && optional:
+			return nil
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: empty body, want a JSON object", errInvalid)
+		}
+		return fmt.Errorf("%w: invalid JSON body: %v", errInvalid, err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("%w: the limit is %d bytes", errTooLarge, limit)
+		}
+		return fmt.Errorf("%w: unexpected data after the JSON object", errInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,454 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+// defaultSession is the session run uses unless told.
+const defaultSession = "default"
+
+func (s *server) addRunTools(ms *mcp.Server) {
+	addTool(s, ms, &mcp.Tool{
+		Name:  "run",
+		Title: "Run a shell command",
+		Description: "Run a bash command in a workspace's persistent shell session and wait for it. " +
+			"State persists between calls in the same session: cd, exported variables, functions, aliases, background jobs. " +
+			"A new session starts in /workspace. Avoid `exit N` and `set -e` in the session itself: exit ends the session's shell, losing its state, and so does any failing command after set -e; use `(exit N)` or `false` to fail, and set -e only inside `( ... )` or `bash -c`. stdin is empty (reads get end-of-file), so use non-interactive options (apt-get -y, git --no-pager, ...). " +
+			"Returns the exit code, stdout, stderr and the shell's working directory afterwards. " +
+			"Long output is cut to its head and tail; the marker between them says how to read the rest with command_output. " +
+			"A command running past timeout_ms (default 10 minutes) is interrupted; the session keeps its state. " +
+			"For servers and long jobs pass background=true: you get a command_id at once; follow it with command_output and stop it with command_signal. " +
+			"A session runs one command at a time: pass another session name to run something meanwhile.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, s.run)
+	addTool(s, ms, &mcp.Tool{
+		Name:  "command_output",
+		Title: "Read a command's output",
+		Description: "Read a command's stdout or stderr from a byte offset: the rest of output run cut short, or the output of a command started with background=true. " +
+			"Also reports whether the command is still running and its exit code. " +
+			"Pass next_offset from the answer to read on; with wait_ms, it first waits (up to that long) for a running command to finish.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, s.commandOutput)
+	addTool(s, ms, &mcp.Tool{
+		Name:  "command_signal",
+		Title: "Signal a running command",
+		Description: "Send a signal to a running command (one started with background=true, or a run in another session): " +
+			"INT to interrupt it like Ctrl-C, TERM to ask it to stop, KILL to force it. The session's shell survives. " +
+			"Reports whether the command ended shortly after.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+	}, s.commandSignal)
+}
+
+func (s *server) run(ctx context.Context, in RunIn) (string, RunOut, error) {
+	switch {
+	case in.Workspace == "":
+		return "", RunOut{}, required("workspace", "", "the workspace's name or id (from workspace_create or workspace_list)")
+	case strings.TrimSpace(in.Command) == "":
+		return "", RunOut{}, required("command", "", "the bash command line to run")
+	case in.TimeoutMS < 0:
+		return "", RunOut{}, argErrorf("timeout_ms must not be negative, got %d", in.TimeoutMS)
+	}
+	sid := firstNonEmpty(in.Session, defaultSession)
+	req := client.ExecRequest{Command: in.Command, TimeoutMS: in.TimeoutMS}
+	out := RunOut{Workspace: in.Workspace, Session: sid}
+
+	if in.Background {
+		cctx, cancel := s.callCtx(ctx)
+		defer cancel()
+		fresh, err := s.inSession(cctx, in.Workspace, sid, func(c *client.Client) (err error) {
+			out.CommandID, err = c.Start(cctx, in.Workspace, sid, req)
+			return err
+		})
+		if err != nil {
+			return "", RunOut{}, err
+		}
+		out.Background = true
+		text := fmt.Sprintf("Started command %s in the background (session %q).\n"+
+			"Read its output and status: command_output(workspace=%q, command_id=%q, stream=\"stdout\"%s) and the same with stream=\"stderr\"; add wait_ms to wait for it to finish.\n"+
+			"Stop it: command_signal(workspace=%q, command_id=%q, signal=\"INT\"%s).\n"+
+			"The session is busy until it ends: run other commands in another session.",
+			out.CommandID, sid, in.Workspace, out.CommandID, sessionArg(sid), in.Workspace, out.CommandID, sessionArg(sid))
+		if fresh {
+			text += "\n" + freshNote(sid)
+		}
+		return text, out, nil
+	}
+
+	if req.TimeoutMS == 0 {
+		req.TimeoutMS = s.opts.RunTimeout.Milliseconds()
+	}
+	var res client.ExecResult
+	fresh, err := s.inSession(ctx, in.Workspace, sid, func(c *client.Client) (err error) {
+		res, err = c.Exec(ctx, in.Workspace, sid, req)
+		return err
+	})
+	if err != nil {
+		return "", RunOut{}, err
+	}
+	text, out, err := s.runResult(in.Workspace, sid, req.TimeoutMS, res)
+	if fresh {
+		text = freshNote(sid) + "\n" + text
+	}
+	return text, out, err
+}
+
+// inSession runs exec, which runs a command in session sid, making the
+// session usable first when it has to: the sidecar creates only "default"
+// on first use, so another session is created when exec finds none; and
+// a session whose shell has exited (`exit`, `exec`, a fatal signal) is
+// removed and started again, so that one stray `exit` does not leave a
+// model with a dead session name. fresh reports the latter.
+func (s *server) inSession(ctx context.Context, ws, sid string, exec func(*client.Client) error) (fresh bool, err error) {
+	err = s.call(ctx, exec)
+	switch {
+	case errors.Is(err, client.ErrNotFound) && sid != defaultSession:
+		// If the workspace is what is missing, creating the session fails
+		// with that.
+		if err = s.createSession(ctx, ws, sid); err != nil {
+			return false, err
+		}
+	case errors.Is(err, client.ErrEnded):
+		s.log.Info("session ended: starting it again", "workspace", ws, "session_id", sid)
+		err = s.call(ctx, func(c *client.Client) error { return c.DeleteSession(ctx, ws, sid) })
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
+			return false, err
+		}
+		if sid != defaultSession {
+			if err = s.createSession(ctx, ws, sid); err != nil {
+				return false, err
+			}
+		}
+		fresh = true
+	default:
+		return false, err
+	}
+	return fresh, s.call(ctx, exec)
+}
+
+// createSession creates session sid; one created meanwhile will do.
+func (s *server) createSession(ctx context.Context, ws, sid string) error {
+	err := s.call(ctx, func(c *client.Client) error {
+		_, err := c.CreateSession(ctx, ws, client.CreateSessionRequest{ID: sid})
+		return err
+	})
+	if errors.Is(err, client.ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+// freshNote says that a session was started again.
+func freshNote(sid string) string {
+	return fmt.Sprintf("Note: session %q's shell had exited, so this command ran in a new shell: it starts in /workspace, "+
+		"and variables, functions and the previous commands' history are gone.", sid)
+}
+
+// runResult shapes an exec result for the model.
+func (s *server) runResult(ws, sid string, timeoutMS int64, res client.ExecResult) (string, RunOut, error) {
+	code := res.ExitCode
+	out := RunOut{
+		Workspace: ws, Session: sid, CommandID: res.CommandID, ExitCode: &code,
+		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
+		Cwd: res.Cwd, TimedOut: res.TimedOut, Interrupted: res.Interrupted,
+		SessionEnded: res.SessionEnded, Notice: res.Notice, DurationMS: int64(res.DurationMS),
+	}
+	more := func(stream string) func(int64) string {
+		return func(off int64) string {
+			return fmt.Sprintf("read them with command_output(workspace=%q, command_id=%q, stream=%q, offset=%d%s)",
+				ws, res.CommandID, stream, off, sessionArg(sid))
+		}
+	}
+	var notes []string
+	stdout, so, badOut := s.streamText(res.StdoutData(), tailData(res.StdoutTail, res.StdoutTailB64), res.StdoutBytes, res.StdoutTruncated, more("stdout"))
+	stderr, se, badErr := s.streamText(res.StderrData(), tailData(res.StderrTail, res.StderrTailB64), res.StderrBytes, res.StderrTruncated, more("stderr"))
+	out.Stdout, out.StdoutOmitted, out.Stderr, out.StderrOmitted = stdout, so, stderr, se
+	for _, bad := range []struct {
+		stream string
+		is     bool
+	}{{"stdout", badOut}, {"stderr", badErr}} {
+		if bad.is {
+			notes = append(notes, fmt.Sprintf("%s is not valid UTF-8 (binary output?): invalid bytes are shown as \uFFFD; "+
+				"command_output(workspace=%q, command_id=%q, stream=%q, encoding=\"base64\"%s) returns the exact bytes.",
+				bad.stream, ws, res.CommandID, bad.stream, sessionArg(sid)))
+		}
+	}
+	if res.TimedOut {
+		kept := "; the session kept its state"
+		if res.SessionEnded {
+			kept = ""
+		}
+		notes = append(notes, fmt.Sprintf("The command ran longer than timeout_ms=%d and was interrupted%s. "+
+			"For long jobs use a larger timeout_ms or background=true.", timeoutMS, kept))
+	} else if res.Interrupted {
+		notes = append(notes, "The command was interrupted by a signal.")
+	}
+	if res.SessionEnded {
+		notes = append(notes, fmt.Sprintf("The session's shell exited (`exit`, `exec` or a fatal signal): its state is gone, "+
+			"and the next run in session %q starts a new shell in /workspace. To fail a command without ending the shell, use `(exit N)` or `false`, not `exit N`.", sid))
+	}
+	if res.Notice != "" {
+		notes = append(notes, res.Notice)
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit code %d", res.ExitCode)
+	if res.Cwd != "" {
+		fmt.Fprintf(&b, " | cwd %s", res.Cwd)
+	}
+	fmt.Fprintf(&b, " | %s | command_id %s\n", formatDuration(res.DurationMS), res.CommandID)
+	section := func(name, text string) {
+		if text == "" {
+			return
+		}
+		fmt.Fprintf(&b, "--- %s ---\n%s", name, text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteString("\n[no newline at end]\n")
+		}
+	}
+	section("stdout", stdout)
+	section("stderr", stderr)
+	if stdout == "" && stderr == "" {
+		b.WriteString("(no output)\n")
+	}
+	for _, n := range notes {
+		b.WriteString("Note: " + n + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n"), out, nil
+}
+
+// streamText cuts one stream to the configured head and tail. prefix is
+// the sidecar's head of the stream, suffix its tail when it truncated.
+func (s *server) streamText(prefix, suffix []byte, total int64, truncated bool, more func(int64) string) (string, int64, bool) {
+	if !truncated {
+		total, suffix = int64(len(prefix)), nil
+	}
+	e := cutOutput(prefix, suffix, total, s.opts.OutputHead, s.opts.OutputTail)
+	text, bad := e.render(more)
+	return text, e.Omitted(), bad
+}
+
+// tailData decodes an exec result's tail.
+func tailData(text, b64 string) []byte {
+	if b64 != "" {
+		if b, err := base64.StdEncoding.DecodeString(b64); err == nil {
+			return b
+		}
+	}
+	return []byte(text)
+}
+
+// sessionArg is `, session="x"` for instructions naming a session other
+// than the default.
+func sessionArg(sid string) string {
+	if sid == defaultSession {
+		return ""
+	}
+	return fmt.Sprintf(", session=%q", sid)
+}
+
+func formatDuration(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string, CommandOutputOut, error) {
+	if err := commandArgs(in.Workspace, in.CommandID); err != nil {
+		return "", CommandOutputOut{}, err
+	}
+	switch {
+	case in.Stream != "stdout" && in.Stream != "stderr":
+		return "", CommandOutputOut{}, argErrorf("stream must be \"stdout\" or \"stderr\", got %q", in.Stream)
+	case in.Offset < 0:
+		return "", CommandOutputOut{}, argErrorf("offset must not be negative, got %d", in.Offset)
+	case in.MaxBytes < 0:
+		return "", CommandOutputOut{}, argErrorf("max_bytes must not be negative, got %d", in.MaxBytes)
+	case in.WaitMS < 0:
+		return "", CommandOutputOut{}, argErrorf("wait_ms must not be negative, got %d", in.WaitMS)
+	case in.Encoding != "" && in.Encoding != "text" && in.Encoding != "base64":
+		return "", CommandOutputOut{}, argErrorf("encoding must be \"text\" or \"base64\", got %q", in.Encoding)
+	}
+	sid := firstNonEmpty(in.Session, defaultSession)
+	limit := in.MaxBytes
+	if limit == 0 {
+		limit = s.opts.ReadChunk
+	}
+	limit = min(limit, s.opts.MaxReadChunk)
+	enc := firstNonEmpty(in.Encoding, "text")
+
+	if in.WaitMS > 0 {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(in.WaitMS)*time.Millisecond)
+		err := s.call(wctx, func(c *client.Client) error {
+			_, err := c.Wait(wctx, in.Workspace, sid, in.CommandID)
+			return err
+		})
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return "", CommandOutputOut{}, err
+		}
+	}
+	cctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var data []byte
+	err := s.call(cctx, func(c *client.Client) error {
+		rc, err := c.OpenOutput(cctx, in.Workspace, sid, in.CommandID, in.Stream, in.Offset, false)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		data, err = io.ReadAll(io.LimitReader(rc, int64(limit)))
+		return err
+	})
+	if err != nil {
+		return "", CommandOutputOut{}, err
+	}
+	if enc == "text" && len(data) == limit {
+		data = cutRuneEnd(data) // the next read starts at a whole character
+	}
+	var cmd client.Command
+	err = s.call(cctx, func(c *client.Client) (err error) {
+		cmd, err = c.GetCommand(cctx, in.Workspace, sid, in.CommandID)
+		return err
+	})
+	if err != nil {
+		return "", CommandOutputOut{}, err
+	}
+	total := cmd.StdoutBytes
+	if in.Stream == "stderr" {
+		total = cmd.StderrBytes
+	}
+	next := in.Offset + int64(len(data))
+	out := CommandOutputOut{
+		CommandID: in.CommandID, Stream: in.Stream, State: cmd.State, ExitCode: cmd.ExitCode,
+		Offset: in.Offset, NextOffset: next, TotalBytes: max(total, next),
+		EOF: cmd.State != "running" && next >= total, Encoding: enc,
+		StdoutBytes: cmd.StdoutBytes, StderrBytes: cmd.StderrBytes,
+	}
+	var bad bool
+	if enc == "base64" {
+		out.Data = base64.StdEncoding.EncodeToString(data)
+	} else {
+		out.Data, bad = asText(data)
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of command %s (%s", in.Stream, in.CommandID, commandState(cmd))
+	fmt.Fprintf(&b, "): bytes %d to %d of %d", in.Offset, next, out.TotalBytes)
+	if enc == "base64" {
+		b.WriteString(", base64")
+	}
+	b.WriteString("\n")
+	if cmd.OutputPruned {
+		b.WriteString("Note: the sidecar has pruned this command's output (it keeps only recent commands').\n")
+	}
+	b.WriteString(out.Data)
+	if len(data) > 0 && !strings.HasSuffix(out.Data, "\n") {
+		b.WriteString("\n")
+	}
+	switch {
+	case next < out.TotalBytes:
+		fmt.Fprintf(&b, "[%d more bytes: command_output(..., offset=%d)]", out.TotalBytes-next, next)
+	case cmd.State == "running":
+		fmt.Fprintf(&b, "[the command is still running: call again with offset=%d for new output, with wait_ms to wait for it]", next)
+	default:
+		b.WriteString("[end of output]")
+	}
+	if bad {
+		b.WriteString("\nNote: the output is not valid UTF-8: invalid bytes are shown as \uFFFD; encoding=\"base64\" returns the exact bytes.")
+	}
+	return b.String(), out, nil
+}
+
+// commandState says how a command stands, for a model.
+func commandState(cmd client.Command) string {
+	switch {
+	case cmd.State == "running":
+		return "still running"
+	case cmd.ExitCode != nil:
+		s := fmt.Sprintf("%s, exit code %d", cmd.State, *cmd.ExitCode)
+		if cmd.TimedOut {
+			s += ", timed out"
+		} else if cmd.Interrupted {
+			s += ", interrupted"
+		}
+		return s
+	}
+	return cmd.State
+}
+
+func commandArgs(ws, cid string) error {
+	if err := required("workspace", ws, "the workspace's name or id"); err != nil {
+		return err
+	}
+	return required("command_id", cid, "the command's id, from run")
+}
+
+// signals are those the sidecar accepts.
+var signals = []string{"INT", "TERM", "KILL", "HUP", "QUIT", "USR1", "USR2"}
+
+// normalizeSignal accepts "int", "SIGINT", "Int", ...
+func normalizeSignal(sig string) (string, error) {
+	up := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(sig)), "SIG")
+	for _, s := range signals {
+		if up == s {
+			return s, nil
+		}
+	}
+	return "", argErrorf("signal must be one of %s; got %q", strings.Join(signals, ", "), sig)
+}
+
+func (s *server) commandSignal(ctx context.Context, in CommandSignalIn) (string, CommandSignalOut, error) {
+	if err := commandArgs(in.Workspace, in.CommandID); err != nil {
+		return "", CommandSignalOut{}, err
+	}
+	sig, err := normalizeSignal(in.Signal)
+	if err != nil {
+		return "", CommandSignalOut{}, err
+	}
+	sid := firstNonEmpty(in.Session, defaultSession)
+	cctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	err = s.call(cctx, func(c *client.Client) error {
+		return c.Signal(cctx, in.Workspace, sid, in.CommandID, sig)
+	})
+	if err != nil {
+		return "", CommandSignalOut{}, err
+	}
+	wctx, wcancel := context.WithTimeout(ctx, s.opts.SignalWait)
+	var cmd client.Command
+	err = s.call(wctx, func(c *client.Client) (err error) {
+		cmd, err = c.Wait(wctx, in.Workspace, sid, in.CommandID)
+		return err
+	})
+	wcancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.call(cctx, func(c *client.Client) (err error) {
+			cmd, err = c.GetCommand(cctx, in.Workspace, sid, in.CommandID)
+			return err
+		})
+	}
+	if err != nil {
+		return "", CommandSignalOut{}, err
+	}
+	out := CommandSignalOut{CommandID: in.CommandID, Signal: sig, State: cmd.State, ExitCode: cmd.ExitCode}
+	text := fmt.Sprintf("Sent %s to command %s; it is now %s.", sig, in.CommandID, commandState(cmd))
+	if cmd.State == "running" {
+		text += " Check again with command_output(wait_ms=...), or send TERM or KILL."
+	}
+	return text, out, nil
+}

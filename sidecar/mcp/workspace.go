@@ -1,0 +1,167 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+func (s *server) addWorkspaceTools(ms *mcp.Server) {
+	addTool(s, ms, &mcp.Tool{
+		Name:  "workspace_create",
+		Title: "Create a workspace",
+		Description: "Create a workspace: an isolated Docker container (Linux, bash) whose files are at /workspace, with persistent shell sessions. " +
+			"With repo, the workspace is a new git branch patina/<name> of that repository, checked out at /workspace: " +
+			"work there with run and the file tools, then diff, commit and merge it back; the user's own checkout is not touched. " +
+			"Without repo it is an empty scratch directory without git. Returns the workspace's name: pass it as workspace to the other tools.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, s.workspaceCreate)
+	addTool(s, ms, &mcp.Tool{
+		Name:        "workspace_list",
+		Title:       "List workspaces",
+		Description: "List the workspaces: name, status (running or stopped), git branch and repository.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, s.workspaceList)
+	addTool(s, ms, &mcp.Tool{
+		Name:  "workspace_delete",
+		Title: "Delete a workspace",
+		Description: "Delete a workspace: its container, shell sessions and files. For a workspace made from a repository, " +
+			"its branch patina/<name> is deleted too, with any commits not merged, unless keep_branch is true. Merge first what you want to keep.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, s.workspaceDelete)
+}
+
+func (s *server) workspaceCreate(ctx context.Context, in WorkspaceCreateIn) (string, WorkspaceOut, error) {
+	req := client.CreateWorkspaceRequest{Name: in.Name, Repo: in.Repo, Base: in.Base, Image: in.Image}
+	if req.Repo != "" {
+		req.Repo = expandRepo(req.Repo, s.opts.WorkDir)
+	} else if req.Base != "" {
+		return "", WorkspaceOut{}, argErrorf("base needs repo: a scratch workspace has no git history to start from")
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var w client.Workspace
+	err := s.call(ctx, func(c *client.Client) (err error) {
+		w, err = c.CreateWorkspace(ctx, req)
+		return err
+	})
+	if err != nil {
+		return "", WorkspaceOut{}, err
+	}
+	out := workspaceOut(w)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Created workspace %q (id %s, image %s). Its files are at /workspace in the container", w.Name, w.ID, w.Image)
+	if w.Worktree != "" {
+		fmt.Fprintf(&b, " (%s on the user's machine)", w.Worktree)
+	}
+	b.WriteString(".\n")
+	if w.Branch != "" {
+		fmt.Fprintf(&b, "It is branch %s of %s, started from %s", w.Branch, w.Repo, strings.TrimPrefix(firstNonEmpty(w.Base, "HEAD"), "refs/heads/"))
+		if w.BaseCommit != "" {
+			fmt.Fprintf(&b, " (%s)", short(w.BaseCommit))
+		}
+		b.WriteString(": diff shows your changes, commit records them on the branch, merge brings them back.\n")
+	} else {
+		b.WriteString("It is a scratch workspace without git.\n")
+	}
+	fmt.Fprintf(&b, "Next: run(workspace=%q, command=...) or file_write(workspace=%q, path=..., content=...).", w.Name, w.Name)
+	return b.String(), out, nil
+}
+
+// expandRepo makes a repository path absolute (the sidecar wants one),
+// relative to dir; "~" is the user's home.
+func expandRepo(repo, dir string) string {
+	if repo == "~" || strings.HasPrefix(repo, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			repo = filepath.Join(home, repo[1:])
+		}
+	}
+	if !filepath.IsAbs(repo) && dir != "" {
+		repo = filepath.Join(dir, repo)
+	}
+	return filepath.Clean(repo)
+}
+
+func (s *server) workspaceList(ctx context.Context, _ WorkspaceListIn) (string, WorkspaceListOut, error) {
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var wss []client.Workspace
+	err := s.call(ctx, func(c *client.Client) (err error) {
+		wss, err = c.ListWorkspaces(ctx)
+		return err
+	})
+	if err != nil {
+		return "", WorkspaceListOut{}, err
+	}
+	out := WorkspaceListOut{Workspaces: []WorkspaceOut{}}
+	if len(wss) == 0 {
+		return "No workspaces. Create one with workspace_create.", out, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d workspace%s:\n", len(wss), plural(len(wss)))
+	for _, w := range wss {
+		out.Workspaces = append(out.Workspaces, workspaceOut(w))
+		fmt.Fprintf(&b, "- %s (id %s): %s", w.Name, w.ID, w.Status)
+		if w.Error != "" {
+			fmt.Fprintf(&b, " (%s)", w.Error)
+		}
+		if w.Branch != "" {
+			fmt.Fprintf(&b, ", branch %s of %s", w.Branch, w.Repo)
+		} else {
+			b.WriteString(", scratch")
+		}
+		fmt.Fprintf(&b, ", image %s\n", w.Image)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), out, nil
+}
+
+func (s *server) workspaceDelete(ctx context.Context, in WorkspaceDeleteIn) (string, WorkspaceDeleteOut, error) {
+	if err := required("id", in.ID, "the workspace's name or id"); err != nil {
+		return "", WorkspaceDeleteOut{}, err
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	err := s.call(ctx, func(c *client.Client) error {
+		return c.DeleteWorkspace(ctx, in.ID, client.DeleteOptions{KeepBranch: in.KeepBranch})
+	})
+	if err != nil {
+		return "", WorkspaceDeleteOut{}, err
+	}
+	text := fmt.Sprintf("Deleted workspace %s.", in.ID)
+	if in.KeepBranch {
+		text += " Its branch was kept."
+	}
+	return text, WorkspaceDeleteOut{Deleted: in.ID, KeptBranch: in.KeepBranch}, nil
+}
+
+func workspaceOut(w client.Workspace) WorkspaceOut {
+	return WorkspaceOut{
+		ID: w.ID, Name: w.Name, Status: w.Status, Error: w.Error, Image: w.Image,
+		Branch: w.Branch, Repo: w.Repo, Base: w.Base, Worktree: w.Worktree,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// short abbreviates a commit id.
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}

@@ -1,0 +1,365 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	pclient "github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/image"
+)
+
+// Harness runs a real `patina serve` process against the real Docker
+// engine, with its own state directory, and offers the actions a user
+// takes. Start builds the binary once per test process.
+type Harness struct {
+	t        testing.TB
+	Bin      string
+	StateDir string
+	Token    string
+	Client   *pclient.Client
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	logs   *bytes.Buffer
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// Binary builds sidecar/cmd/patina once per test process, into one shared
+// place under the temporary directory (replaced atomically, so test
+// processes running at once are safe), and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("patina-e2e-bin-%d", os.Getuid()))
+		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
+			return
+		}
+		tmp, err := os.CreateTemp(dir, "build-*")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		tmp.Close()
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./sidecar/cmd/patina")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp.Name())
+			buildErr = fmt.Errorf("go build ./sidecar/cmd/patina: %v\n%s", err, out)
+			return
+		}
+		buildBin = filepath.Join(dir, "patina")
+		buildErr = os.Rename(tmp.Name(), buildBin)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// RequireDocker fails the test with a clear message when no Docker engine
+// answers (CI always has one), skips under -short, and builds the default
+// workspace image when it is absent.
+func RequireDocker(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: needs Docker (skipped with -short)")
+	}
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = c.Ping(ctx)
+		cancel()
+		c.Close()
+	}
+	if err != nil {
+		t.Fatalf("end-to-end tests need a running Docker engine (start dockerd; .ci/run does): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := image.EnsureBuilt(ctx, nil, os.Stderr); err != nil {
+		t.Fatalf("the default workspace image is missing and could not be built: %v", err)
+	}
+}
+
+// Start starts a sidecar on a fresh state directory.
+func Start(t testing.TB) *Harness {
+	t.Helper()
+	RequireDocker(t)
+	h := &Harness{t: t, Bin: Binary(t), StateDir: t.TempDir(), Token: "e2e-" + fmt.Sprint(time.Now().UnixNano())}
+	h.Launch()
+	t.Cleanup(h.cleanup)
+	return h
+}
+
+// Launch starts `patina serve` on port 0 (again, after Kill9) and waits
+// until it answers.
+func (h *Harness) Launch() {
+	h.t.Helper()
+	_ = os.Remove(filepath.Join(h.StateDir, "sidecar.json"))
+	logs := &bytes.Buffer{}
+	cmd := exec.Command(h.Bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug")
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		h.t.Fatalf("start patina serve: %v", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	h.mu.Lock()
+	h.cmd, h.logs, h.exited = cmd, logs, exited
+	h.mu.Unlock()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-exited:
+			h.t.Fatalf("patina serve exited: %v\n%s", waitErr, h.Logs())
+		default:
+		}
+		if addr := h.discoveredAddr(); addr != "" {
+			c := pclient.New(addr, h.Token, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := c.Health(ctx)
+			cancel()
+			if err == nil {
+				h.Client = c
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("patina serve did not answer within 60 s:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (h *Harness) discoveredAddr() string {
+	b, err := os.ReadFile(filepath.Join(h.StateDir, "sidecar.json"))
+	if err != nil {
+		return ""
+	}
+	var d struct {
+		Addr string `json:"addr"`
+	}
+	if json.Unmarshal(b, &d) != nil {
+		return ""
+	}
+	return d.Addr
+}
+
+// Kill9 kills the sidecar with SIGKILL, as a crash would.
+func (h *Harness) Kill9() {
+	h.t.Helper()
+	h.mu.Lock()
+	cmd, exited := h.cmd, h.exited
+	h.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		h.t.Fatalf("kill -9 sidecar: %v", err)
+	}
+	<-exited
+}
+
+// Logs returns what the sidecar logged so far.
+func (h *Harness) Logs() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs.String()
+}
+
+func (h *Harness) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if h.Client != nil {
+		if wss, err := h.Client.ListWorkspaces(ctx); err == nil {
+			for _, w := range wss {
+				_ = h.Client.DeleteWorkspace(ctx, w.ID, pclient.DeleteOptions{})
+			}
+		}
+	}
+	h.mu.Lock()
+	cmd, exited := h.cmd, h.exited
+	h.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	// Whatever the API could not delete.
+	if dc, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
+		if owned, err := container.List(ctx, dc, h.StateDir); err == nil {
+			for _, c := range owned {
+				_ = container.Remove(ctx, dc, c.ID)
+			}
+		}
+		dc.Close()
+	}
+	if h.t.Failed() {
+		h.t.Logf("sidecar logs:\n%s", lastLines(h.Logs(), 80))
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CreateWorkspace creates a workspace or fails the test.
+func (h *Harness) CreateWorkspace(req pclient.CreateWorkspaceRequest) pclient.Workspace {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, err := h.Client.CreateWorkspace(ctx, req)
+	if err != nil {
+		h.t.Fatalf("create workspace: %v", err)
+	}
+	return w
+}
+
+// CreateSession creates a session or fails the test.
+func (h *Harness) CreateSession(ws string, req pclient.CreateSessionRequest) pclient.Session {
+	h.t.Helper()
+	s, err := h.Client.CreateSession(context.Background(), ws, req)
+	if err != nil {
+		h.t.Fatalf("create session: %v", err)
+	}
+	return s
+}
+
+// Exec runs a command or fails the test on an API error.
+func (h *Harness) Exec(ws, sid, command string) pclient.ExecResult {
+	h.t.Helper()
+	return h.ExecReq(ws, sid, pclient.ExecRequest{Command: command})
+}
+
+// ExecReq runs a request or fails the test on an API error.
+func (h *Harness) ExecReq(ws, sid string, req pclient.ExecRequest) pclient.ExecResult {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := h.Client.Exec(ctx, ws, sid, req)
+	if err != nil {
+		h.t.Fatalf("exec %q: %v", req.Command, err)
+	}
+	return res
+}
+
+// Out runs a command, requires exit 0 and returns its stdout.
+func (h *Harness) Out(ws, sid, command string) string {
+	h.t.Helper()
+	res := h.Exec(ws, sid, command)
+	if res.ExitCode != 0 {
+		h.t.Fatalf("exec %q: exit %d, stderr %q", command, res.ExitCode, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// Raw sends a request with the harness's token (or none when token is
+// "-") and returns the status and body.
+func (h *Harness) Raw(method, path, token string, body []byte, hdr map[string]string) (int, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.Client.Addr()+path, bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	switch token {
+	case "":
+		req.Header.Set("Authorization", "Bearer "+h.Token)
+	case "-":
+	default:
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes()
+}
+
+// GitRepo creates a user repository with a commit on main.
+func GitRepo(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("add", "-A")
+	git("commit", "-q", "--allow-empty", "-m", "initial")
+	return dir
+}
+
+// WaitFor polls cond until it holds or timeout passes.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// IsCode reports whether err is an API error with that code.
+func IsCode(err error, code string) bool {
+	var ae *pclient.APIError
+	return errors.As(err, &ae) && ae.Code == code
+}

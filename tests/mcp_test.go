@@ -1,0 +1,323 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/patina-dev/patina/sidecar/container"
+)
+
+// mcpTools are the tools `patina mcp` offers.
+var mcpTools = []string{
+	"command_output", "command_signal", "commit", "diff", "file_delete", "file_edit", "file_list",
+	"file_read", "file_write", "log", "merge", "run", "workspace_create", "workspace_delete", "workspace_list",
+}
+
+// mcpProc is a `patina mcp` subprocess driven by the SDK's client.
+type mcpProc struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	cs     *mcp.ClientSession
+	stderr *syncBuffer
+}
+
+// startMCP runs `patina mcp args...` and connects to it over stdio
+// (initialize included). Its stderr is logged when the test fails.
+func startMCP(t testing.TB, env []string, args ...string) *mcpProc {
+	t.Helper()
+	cmd := exec.Command(Binary(t), append([]string{"mcp"}, args...)...)
+	cmd.Env = env
+	p := &mcpProc{t: t, cmd: cmd, stderr: &syncBuffer{}}
+	cmd.Stderr = p.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "patina-e2e", Version: "v0"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 15 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect to patina mcp: %v\nstderr:\n%s", err, p.stderr)
+	}
+	p.cs = cs
+	t.Cleanup(func() {
+		p.close()
+		if t.Failed() {
+			t.Logf("patina mcp %v stderr:\n%s", args, lastLines(p.stderr.String(), 60))
+		}
+	})
+	return p
+}
+
+// close closes stdin and waits for the process to exit.
+func (p *mcpProc) close() {
+	if p.cs != nil {
+		_ = p.cs.Close()
+		p.cs = nil
+	}
+}
+
+// call calls a tool; a protocol error fails the test.
+func (p *mcpProc) call(name string, args map[string]any) *mcp.CallToolResult {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		p.t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	return res
+}
+
+// ok calls a tool that must succeed and returns its text.
+func (p *mcpProc) ok(name string, args map[string]any) string {
+	p.t.Helper()
+	res := p.call(name, args)
+	if res.IsError {
+		p.t.Fatalf("%s %v: tool error: %s", name, args, mcpText(res))
+	}
+	return mcpText(res)
+}
+
+func mcpText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// mcpField reads one field of a result's structured content.
+func mcpField(t testing.TB, res *mcp.CallToolResult, field string) any {
+	t.Helper()
+	b, _ := json.Marshal(res.StructuredContent)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+	return m[field]
+}
+
+// envWithout is the environment without patina's variables, so that only
+// the flags say where the sidecar is.
+func envWithout() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PATINA_") })
+}
+
+// The issue's scenario: an agent drives `patina mcp` against a running
+// sidecar.
+func TestMCPEndToEnd(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"README.md": "# demo\n", "app.py": "print('hello')\n"})
+	p := startMCP(t, envWithout(), "--state-dir", h.StateDir, "--token", h.Token, "--no-start")
+
+	if init := p.cs.InitializeResult(); init.ServerInfo.Name != "patina" || init.Capabilities.Tools == nil {
+		t.Fatalf("initialize: %+v", init)
+	}
+	ctx := context.Background()
+	lt, err := p.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range lt.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, mcpTools) {
+		t.Fatalf("exp tools %v, got %v", mcpTools, names)
+	}
+
+	out := p.ok("workspace_create", map[string]any{"name": "agent", "repo": repo})
+	if !strings.Contains(out, `Created workspace "agent"`) {
+		t.Fatalf("workspace_create: %s", out)
+	}
+	// It is the running sidecar's workspace.
+	if w, err := h.Client.GetWorkspace(ctx, "agent"); err != nil || w.Branch != "patina/agent" {
+		t.Fatalf("the sidecar does not know the workspace: %+v %v", w, err)
+	}
+
+	// cd in one run persists into the next.
+	p.ok("run", map[string]any{"workspace": "agent", "command": "cd /tmp && export X=1"})
+	res := p.call("run", map[string]any{"workspace": "agent", "command": "pwd; echo $X"})
+	if res.IsError || mcpField(t, res, "stdout") != "/tmp\n1\n" || mcpField(t, res, "exit_code") != 0.0 {
+		t.Fatalf("state did not persist: %s", mcpText(res))
+	}
+
+	// Write, edit, read a file.
+	p.ok("file_write", map[string]any{"workspace": "agent", "path": "notes/todo.txt", "content": "- write tests\n- ship\n"})
+	out = p.ok("file_edit", map[string]any{"workspace": "agent", "path": "/workspace/notes/todo.txt", "search": "- ship\n", "replace": "- ship it\n"})
+	if !strings.Contains(out, "replaced occurrence 1 of 1 at line 2") {
+		t.Fatalf("file_edit: %s", out)
+	}
+	p.ok("file_edit", map[string]any{"workspace": "agent", "path": "app.py", "search": "hello", "replace": "hello, patina"})
+	out = p.ok("file_read", map[string]any{"workspace": "agent", "path": "notes/todo.txt"})
+	if out != "/workspace/notes/todo.txt: lines 1-2 of 2\n     1\t- write tests\n     2\t- ship it" {
+		t.Fatalf("file_read: %q", out)
+	}
+
+	// Diff, commit, log.
+	out = p.ok("diff", map[string]any{"workspace": "agent"})
+	for _, part := range []string{"2 files changed", "M  app.py (+1 -1)", "A  notes/todo.txt (+2 -0)", "+print('hello, patina')"} {
+		if !strings.Contains(out, part) {
+			t.Fatalf("exp %q in the diff:\n%s", part, out)
+		}
+	}
+	res = p.call("commit", map[string]any{"workspace": "agent", "message": "Greet patina"})
+	if res.IsError || mcpField(t, res, "committed") != true {
+		t.Fatalf("commit: %s", mcpText(res))
+	}
+	if out := p.ok("diff", map[string]any{"workspace": "agent"}); !strings.Contains(out, "M  app.py") {
+		t.Fatalf("the diff against the base still holds the committed change: %s", out)
+	}
+	out = p.ok("log", map[string]any{"workspace": "agent"})
+	for _, part := range []string{"[default] cd /tmp && export X=1", "commit"} {
+		if !strings.Contains(out, part) {
+			t.Fatalf("exp %q in the log:\n%s", part, out)
+		}
+	}
+
+	// A failure is a tool error with the sidecar's message, and the server
+	// carries on.
+	res = p.call("run", map[string]any{"workspace": "nope", "command": "true"})
+	if !res.IsError || !strings.Contains(mcpText(res), `no workspace "nope"`) || !strings.Contains(mcpText(res), "not_found") {
+		t.Fatalf("exp a tool error with the sidecar's message, got %v: %s", res.IsError, mcpText(res))
+	}
+	if out := p.ok("run", map[string]any{"workspace": "agent", "command": "echo still here"}); !strings.Contains(out, "still here") {
+		t.Fatalf("after an error: %s", out)
+	}
+
+	// Closing stdin ends patina mcp cleanly, and leaves the sidecar alone.
+	p.close()
+	if st := p.cmd.ProcessState; st == nil || st.ExitCode() != 0 {
+		t.Fatalf("patina mcp did not exit 0 after stdin closed: %v", st)
+	}
+	if err := h.Client.Health(ctx); err != nil {
+		t.Fatalf("the sidecar is gone: %v", err)
+	}
+}
+
+// With no sidecar running, `patina mcp` starts one in its own process on
+// the state directory, which the other commands find while it runs; it
+// stops it when stdin closes, leaving the workspace's container and
+// sessions to the next sidecar.
+func TestMCPStartsSidecar(t *testing.T) {
+	RequireDocker(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { removeContainers(t, dir) })
+	env := envWithout()
+
+	p := startMCP(t, env, "--state-dir", dir)
+	p.ok("workspace_create", map[string]any{"name": "solo"})
+	p.ok("run", map[string]any{"workspace": "solo", "command": "cd /tmp; export KEPT=yes"})
+	if !strings.Contains(p.stderr.String(), "started one in this process") {
+		t.Fatalf("exp patina mcp to start a sidecar, stderr:\n%s", p.stderr)
+	}
+	// The other commands find it through the state directory.
+	ls := exec.Command(Binary(t), "ws", "ls", "--state-dir", dir)
+	ls.Env = env
+	if out, err := ls.CombinedOutput(); err != nil || !strings.Contains(string(out), "solo") {
+		t.Fatalf("patina ws ls: %v\n%s", err, out)
+	}
+	p.close()
+	if st := p.cmd.ProcessState; st == nil || st.ExitCode() != 0 {
+		t.Fatalf("patina mcp did not exit 0: %v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sidecar.json")); !os.IsNotExist(err) {
+		t.Fatalf("exp sidecar.json removed at shutdown, got %v", err)
+	}
+
+	// The next one adopts the workspace; the shell kept its state.
+	p2 := startMCP(t, env, "--state-dir", dir)
+	res := p2.call("run", map[string]any{"workspace": "solo", "command": "echo $PWD $KEPT"})
+	if res.IsError || mcpField(t, res, "stdout") != "/tmp yes\n" {
+		t.Fatalf("the session did not outlive the sidecar: %s", mcpText(res))
+	}
+	p2.ok("workspace_delete", map[string]any{"id": "solo"})
+}
+
+// Two `patina mcp` on one state directory with no sidecar: one starts a
+// sidecar and the other uses it; when the first goes, the second starts
+// its own and carries on.
+func TestMCPSharedStateDir(t *testing.T) {
+	RequireDocker(t)
+	dir := t.TempDir()
+	t.Cleanup(func() { removeContainers(t, dir) })
+	env := envWithout()
+
+	var ps [2]*mcpProc
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Go(func() { ps[i] = startMCP(t, env, "--state-dir", dir) })
+	}
+	wg.Wait()
+	starter, user := ps[0], ps[1]
+	started := func(p *mcpProc) bool { return strings.Contains(p.stderr.String(), "started one in this process") }
+	if started(user) {
+		starter, user = user, starter
+	}
+	if !started(starter) || started(user) {
+		t.Fatalf("exp exactly one sidecar started, stderr:\n%s\n---\n%s", ps[0].stderr, ps[1].stderr)
+	}
+	user.ok("workspace_create", map[string]any{"name": "shared"})
+	if out := starter.ok("workspace_list", nil); !strings.Contains(out, "shared") {
+		t.Fatalf("the two do not share a sidecar: %s", out)
+	}
+	starter.close()
+	if out := user.ok("run", map[string]any{"workspace": "shared", "command": "echo on"}); !strings.Contains(out, "on") {
+		t.Fatalf("after the sidecar went: %s", out)
+	}
+	if !started(user) {
+		t.Fatalf("exp the second to start a sidecar, stderr:\n%s", user.stderr)
+	}
+	user.ok("workspace_delete", map[string]any{"id": "shared"})
+}
+
+// removeContainers removes the containers of a state directory whose
+// sidecar is gone.
+func removeContainers(t testing.TB, stateDir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dc, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return
+	}
+	defer dc.Close()
+	owned, err := container.List(ctx, dc, stateDir)
+	if err != nil {
+		return
+	}
+	for _, c := range owned {
+		_ = container.Remove(ctx, dc, c.ID)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

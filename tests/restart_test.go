@@ -1,0 +1,126 @@
+package tests
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+// kill -9 of the sidecar mid-command: after a restart the command's result
+// is retrievable and the session's state is intact.
+func TestSidecarKill9MidCommand(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "crash", Repo: repo})
+	h.Out("crash", "default", "cd /tmp; export SURVIVES=yes; sf() { echo sf; }")
+	ctx := context.Background()
+	id, err := h.Client.Start(ctx, "crash", "default", client.ExecRequest{Command: "echo start; sleep 2; echo end; (exit 4)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, "the command to start", 10*time.Second, func() bool {
+		b, _ := h.Client.ReadOutput(ctx, "crash", "default", id, "stdout", 0)
+		return string(b) == "start\n"
+	})
+	h.Kill9()
+	h.Launch()
+
+	cmd, err := h.Client.Wait(ctx, "crash", "default", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.State != "finished" || cmd.ExitCode == nil || *cmd.ExitCode != 4 {
+		t.Fatalf("exp the command's result after the restart, got %+v", cmd)
+	}
+	b, err := h.Client.ReadOutput(ctx, "crash", "default", id, "stdout", 0)
+	if err != nil || string(b) != "start\nend\n" {
+		t.Fatalf("output after restart: %q %v", b, err)
+	}
+	if got := h.Out("crash", "default", `echo "$PWD $SURVIVES $(sf)"`); got != "/tmp yes sf\n" {
+		t.Fatalf("session state after restart: %q", got)
+	}
+	w, err := h.Client.GetWorkspace(ctx, "crash")
+	if err != nil || w.Status != client.StatusRunning || w.Branch != "patina/crash" {
+		t.Fatalf("workspace after restart: %+v %v", w, err)
+	}
+}
+
+// A container removed behind the sidecar's back: the workspace reports
+// stopped, exec says so clearly, and start recreates it with the sessions'
+// state restored.
+func TestContainerRemovedBehindOurBack(t *testing.T) {
+	h := Start(t)
+	w := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "gone"})
+	h.Out("gone", "default", "cd /usr; export KEEP=1; echo data > /workspace/file")
+	time.Sleep(100 * time.Millisecond) // let the idle state snapshot happen
+	if out, err := exec.Command("docker", "rm", "-f", w.ContainerID).CombinedOutput(); err != nil {
+		t.Fatalf("docker rm: %v %s", err, out)
+	}
+	ctx := context.Background()
+	WaitFor(t, "the workspace to be reported stopped", 10*time.Second, func() bool {
+		w, err := h.Client.GetWorkspace(ctx, "gone")
+		return err == nil && w.Status == client.StatusStopped
+	})
+	w2, _ := h.Client.GetWorkspace(ctx, "gone")
+	if !strings.Contains(w2.Error, "removed") {
+		t.Fatalf("exp the reason in the workspace, got %q", w2.Error)
+	}
+	_, err := h.Client.Exec(ctx, "gone", "default", client.ExecRequest{Command: "true"})
+	if !IsCode(err, client.CodeStopped) || !strings.Contains(err.Error(), "start") {
+		t.Fatalf("exp 409 stopped naming start, got %v", err)
+	}
+	w3, err := h.Client.StartWorkspace(ctx, "gone")
+	if err != nil || w3.Status != client.StatusRunning || w3.ContainerID == w.ContainerID {
+		t.Fatalf("start: %+v %v", w3, err)
+	}
+	if got := h.Out("gone", "default", "echo $PWD $KEEP; cat /workspace/file"); got != "/usr 1\ndata\n" {
+		t.Fatalf("after start: %q", got)
+	}
+}
+
+// Stop and start keep the worktree, the notes and the sessions' state.
+func TestStopStart(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"f": "1\n"})
+	w := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "ss", Repo: repo, Network: "none"})
+	h.Out("ss", "default", "export KEPT=yes; echo 2 > f")
+	time.Sleep(100 * time.Millisecond)
+	ctx := context.Background()
+	st, err := h.Client.StopWorkspace(ctx, "ss")
+	if err != nil || st.Status != client.StatusStopped || st.Error != "" {
+		t.Fatalf("stop: %+v %v", st, err)
+	}
+	if _, err := h.Client.Exec(ctx, "ss", "default", client.ExecRequest{Command: "true"}); !IsCode(err, client.CodeStopped) {
+		t.Fatalf("exp stopped, got %v", err)
+	}
+	// History stays readable while stopped.
+	if hist, err := h.Client.History(ctx, "ss", "default"); err != nil || len(hist) != 1 {
+		t.Fatalf("history while stopped: %v %v", hist, err)
+	}
+	if _, err := h.Client.StartWorkspace(ctx, "ss"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Out("ss", "default", "echo $KEPT; cat f; tail -n +2 /proc/net/route | wc -l"); got != "yes\n2\n0\n" {
+		t.Fatalf("after start: %q", got)
+	}
+	d, err := h.Client.Diff(ctx, "ss")
+	if err != nil || len(d.Files) != 1 || !strings.Contains(d.Text, "+2") {
+		t.Fatalf("diff after start: %+v %v", d, err)
+	}
+	lg, err := h.Client.Log(ctx, "ss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range lg {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); !strings.Contains(got, "created,command,stopped,started") {
+		t.Fatalf("log: %s", got)
+	}
+	_ = w
+}

@@ -1,0 +1,136 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestApply(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ctx := context.Background()
+	ws := mustCreate(t, r, CreateRequest{Name: "squash"})
+	agentCommit(t, r, ws, map[string]string{"committed.txt": "committed\n"})
+	writeFile(t, filepath.Join(ws.Path, "src", "a.txt"), "alpha, uncommitted\n")
+	writeFile(t, filepath.Join(ws.Path, "untracked.txt"), "untracked\n")
+	// The user moved on meanwhile, and has a local edit elsewhere.
+	userTip := userCommit(t, repo, map[string]string{"user.txt": "user\n"})
+	writeFile(t, filepath.Join(repo, "src", "b.txt"), "bravo, user's edit\n")
+
+	res, err := r.Apply(ctx, "squash", ApplyRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range res.Files {
+		paths = append(paths, f.Path)
+	}
+	if exp := []string{"committed.txt", "src/a.txt", "untracked.txt"}; !reflect.DeepEqual(exp, paths) {
+		t.Fatalf("exp applied %q, got %q", exp, paths)
+	}
+	if exp, got := repo, res.Dir; exp != got {
+		t.Fatalf("exp dir %s, got %s", exp, got)
+	}
+	if exp, got := userTip, gitT(t, repo, "rev-parse", "HEAD"); exp != got {
+		t.Fatalf("exp HEAD unmoved at %s, got %s", exp, got)
+	}
+	if exp, got := "A\tcommitted.txt\nM\tsrc/a.txt\nA\tuntracked.txt", gitT(t, repo, "diff", "--cached", "--name-status"); exp != got {
+		t.Fatalf("exp staged %q, got %q", exp, got)
+	}
+	if exp, got := "M\tsrc/b.txt", gitT(t, repo, "diff", "--name-status"); exp != got {
+		t.Fatalf("exp the user's unstaged edit kept, got %q", got)
+	}
+	if exp, got := "alpha, uncommitted\n", readFile(t, filepath.Join(repo, "src", "a.txt")); exp != got {
+		t.Fatalf("exp applied content, got %q", got)
+	}
+	if exp, got := res.Tree, gitT(t, repo, "write-tree"); exp != got {
+		t.Fatalf("exp index tree %s, got %s", exp, got)
+	}
+
+	// Applying again: already there, nothing to do.
+	again, err := r.Apply(ctx, "squash", ApplyRequest{})
+	if err != nil || len(again.Files) != 0 {
+		t.Fatalf("exp a no-op, got %+v, %v", again, err)
+	}
+}
+
+func TestApplyCommittedOnly(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "committed"})
+	agentCommit(t, r, ws, map[string]string{"committed.txt": "committed\n"})
+	writeFile(t, filepath.Join(ws.Path, "uncommitted.txt"), "not this\n")
+	if _, err := r.Apply(context.Background(), "committed", ApplyRequest{CommittedOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if exp, got := "A\tcommitted.txt", gitT(t, repo, "diff", "--cached", "--name-status"); exp != got {
+		t.Fatalf("exp staged %q, got %q", exp, got)
+	}
+}
+
+func TestApplyRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		user  func(t *testing.T, repo string)
+		exp   error
+		files []string
+	}{
+		{"conflict", func(t *testing.T, repo string) {
+			userCommit(t, repo, map[string]string{"src/a.txt": "user's committed alpha\n"})
+		}, ErrConflict, []string{"src/a.txt"}},
+		{"dirty", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "src", "a.txt"), "user's uncommitted alpha\n")
+		}, ErrDirty, []string{"src/a.txt"}},
+		{"untracked-in-the-way", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "agent.txt"), "user's file\n")
+		}, ErrDirty, []string{"agent.txt"}},
+		{"ignored-in-the-way", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "agent.log"), "user's precious ignored file\n")
+		}, ErrDirty, []string{"agent.log"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := newUserRepo(t)
+			r := openRepo(t, repo)
+			ws := mustCreate(t, r, CreateRequest{Name: "refused"})
+			writeFile(t, filepath.Join(ws.Path, "src", "a.txt"), "agent's alpha\n")
+			writeFile(t, filepath.Join(ws.Path, "agent.txt"), "agent\n")
+			writeFile(t, filepath.Join(ws.Path, "agent.log"), "forced in\n")
+			gitT(t, ws.Path, "add", "-f", "agent.log")
+			tc.user(t, repo)
+			before := snapshotUser(t, repo)
+
+			_, err := r.Apply(context.Background(), "refused", ApplyRequest{})
+			wantErr(t, err, tc.exp)
+			var fe *FilesError
+			if !errors.As(err, &fe) || !reflect.DeepEqual(tc.files, fe.Files) {
+				t.Fatalf("exp files %q, got %v", tc.files, err)
+			}
+			wantSameUser(t, before, snapshotUser(t, repo))
+		})
+	}
+}
+
+func TestApplyMissingWorktree(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "gone"})
+	agentCommit(t, r, ws, map[string]string{"kept.txt": "kept\n"})
+	if err := os.RemoveAll(ws.Path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Apply(context.Background(), "gone", ApplyRequest{})
+	wantErr(t, err, ErrMissing)
+	if _, err := r.Apply(context.Background(), "gone", ApplyRequest{CommittedOnly: true}); err != nil {
+		t.Fatalf("exp committed work to apply without the worktree, got %v", err)
+	}
+}

@@ -1,0 +1,222 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	before := snapshotUser(t, repo)
+	head := gitT(t, repo, "rev-parse", "HEAD")
+
+	ws := mustCreate(t, r, CreateRequest{Image: "debian:bookworm", Meta: json.RawMessage(`{"container": "c1",  "sessions": []}`)})
+
+	if err := ValidateName(ws.Name); err != nil || len(ws.Name) != 8 {
+		t.Errorf("exp a generated 8-character name, got %q (%v)", ws.Name, err)
+	}
+	if !isUUID(ws.ID) {
+		t.Errorf("exp uuid id, got %q", ws.ID)
+	}
+	if exp, got := "patina/"+ws.Name, ws.Branch; exp != got {
+		t.Errorf("exp branch %s, got %s", exp, got)
+	}
+	if exp, got := filepath.Join(r.WorktreesDir(), ws.Name), ws.Path; exp != got {
+		t.Errorf("exp path %s, got %s", exp, got)
+	}
+	if exp, got := repo, ws.Repo; exp != got {
+		t.Errorf("exp repo %s, got %s", exp, got)
+	}
+	if exp, got := filepath.Join(repo, ".git"), ws.GitCommonDir; exp != got {
+		t.Errorf("exp common dir %s, got %s", exp, got)
+	}
+	if exp, got := "refs/heads/main", ws.BaseRef; exp != got {
+		t.Errorf("exp base ref %s, got %s", exp, got)
+	}
+	if exp, got := head, ws.BaseCommit; exp != got {
+		t.Errorf("exp base commit %s, got %s", exp, got)
+	}
+	if exp, got := `{"container":"c1","sessions":[]}`, string(ws.Meta); exp != got {
+		t.Errorf("exp meta %s, got %s", exp, got)
+	}
+	if time.Since(ws.CreatedAt) > time.Minute || ws.Missing || ws.Image != "debian:bookworm" {
+		t.Errorf("unexpected workspace %+v", ws)
+	}
+
+	// The initial commit is empty, on the base, and the branch tip.
+	if exp, got := ws.Commit, gitT(t, repo, "rev-parse", "refs/heads/patina/"+ws.Name); exp != got {
+		t.Errorf("exp branch at initial commit %s, got %s", exp, got)
+	}
+	if exp, got := head, gitT(t, repo, "rev-parse", ws.Commit+"^"); exp != got {
+		t.Errorf("exp initial commit's parent %s, got %s", exp, got)
+	}
+	if exp, got := gitT(t, repo, "rev-parse", head+"^{tree}"), gitT(t, repo, "rev-parse", ws.Commit+"^{tree}"); exp != got {
+		t.Errorf("exp an empty initial commit (tree %s), got tree %s", exp, got)
+	}
+	if exp, got := ws.Commit, ws.Head; exp != got {
+		t.Errorf("exp head %s, got %s", exp, got)
+	}
+
+	// The worktree is checked out on the branch, outside the user's tree.
+	if exp, got := "alpha\n", readFile(t, filepath.Join(ws.Path, "src", "a.txt")); exp != got {
+		t.Errorf("exp checked-out file %q, got %q", exp, got)
+	}
+	if exp, got := "refs/heads/patina/"+ws.Name, gitT(t, ws.Path, "symbolic-ref", "HEAD"); exp != got {
+		t.Errorf("exp worktree on %s, got %s", exp, got)
+	}
+	if within(ws.Path, repo) {
+		t.Errorf("worktree %s inside the user's tree %s", ws.Path, repo)
+	}
+	wantSameUser(t, before, snapshotUser(t, repo))
+
+	// Opening from inside the workspace finds the same repository.
+	inside := openRepo(t, filepath.Join(ws.Path, "src"))
+	if inside.Root() != repo || inside.GitCommonDir() != r.GitCommonDir() {
+		t.Errorf("exp %s from inside the workspace, got %s", repo, inside.Root())
+	}
+}
+
+func TestCreateBases(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	first := gitT(t, repo, "rev-parse", "HEAD~1")
+	second := gitT(t, repo, "rev-parse", "HEAD")
+	gitT(t, repo, "tag", "v1", first)
+	gitT(t, repo, "branch", "feature/x", first)
+
+	tests := []struct {
+		name, base        string
+		expRef, expCommit string
+	}{
+		{"branch", "main", "refs/heads/main", second},
+		{"full-ref", "refs/heads/main", "refs/heads/main", second},
+		{"slash-branch", "feature/x", "refs/heads/feature/x", first},
+		{"tag", "v1", "refs/tags/v1", first},
+		{"commit", first, "", first},
+		{"relative", "HEAD~1", "", first},
+		{"head", "HEAD", "refs/heads/main", second},
+	}
+	for _, tc := range tests {
+		ws := mustCreate(t, r, CreateRequest{Name: tc.name, Base: tc.base})
+		if ws.BaseRef != tc.expRef || ws.BaseCommit != tc.expCommit {
+			t.Errorf("base %q: exp %q at %s, got %q at %s", tc.base, tc.expRef, tc.expCommit, ws.BaseRef, ws.BaseCommit)
+		}
+	}
+
+	// A detached HEAD as the default base: no base ref.
+	gitT(t, repo, "checkout", "-q", "--detach", first)
+	ws := mustCreate(t, r, CreateRequest{Name: "detached"})
+	if ws.BaseRef != "" || ws.BaseCommit != first {
+		t.Errorf("detached HEAD: exp no ref at %s, got %q at %s", first, ws.BaseRef, ws.BaseCommit)
+	}
+}
+
+func TestCreateRefuses(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ctx := context.Background()
+	mustCreate(t, r, CreateRequest{Name: "taken"})
+	gitT(t, repo, "branch", "patina/userbranch")
+	if err := os.MkdirAll(filepath.Join(r.WorktreesDir(), "strayDir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		req CreateRequest
+		exp error
+	}{
+		{CreateRequest{Name: "taken"}, ErrExists},
+		{CreateRequest{Name: "userbranch"}, ErrExists},
+		{CreateRequest{Name: "strayDir"}, ErrExists},
+		{CreateRequest{Name: "../escape"}, ErrInvalidName},
+		{CreateRequest{Name: "-x"}, ErrInvalidName},
+		{CreateRequest{Name: "ok1", Base: "--orphan"}, ErrInvalidName},
+		{CreateRequest{Name: "ok2", Base: "no-such-branch"}, ErrNotFound},
+		{CreateRequest{Name: "ok3", Base: strings.Repeat("f", 40)}, ErrNotFound},
+	}
+	for _, tc := range tests {
+		_, err := r.Create(ctx, tc.req)
+		if !errors.Is(err, tc.exp) {
+			t.Errorf("Create(%+v): exp %v, got %v", tc.req, tc.exp, err)
+		}
+	}
+	if _, err := r.Create(ctx, CreateRequest{Name: "badmeta", Meta: json.RawMessage(`{nope`)}); err == nil {
+		t.Errorf("exp invalid meta refused")
+	}
+	list, err := r.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp, got := 1, len(list); exp != got {
+		t.Fatalf("exp %d workspace after refusals, got %d: %+v", exp, got, list)
+	}
+	branches := gitT(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/patina/")
+	if exp, got := "patina/taken\npatina/userbranch", branches; exp != got {
+		t.Fatalf("exp branches %q, got %q", exp, got)
+	}
+}
+
+// 20 workspaces created at once in one repository, through two Repo
+// values, all succeed with distinct branches and worktrees.
+func TestCreateConcurrent(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	state := t.TempDir()
+	repos := []*Repo{openRepoState(t, repo, state), openRepoState(t, repo, state)}
+	const n = 20
+	var wg sync.WaitGroup
+	results := make([]Workspace, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			req := CreateRequest{}
+			if i%2 == 0 {
+				req.Name = fmt.Sprintf("named-%d", i)
+			}
+			results[i], errs[i] = repos[i%2].Create(context.Background(), req)
+		})
+	}
+	wg.Wait()
+	branches, ids := map[string]bool{}, map[string]bool{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		branches[results[i].Branch] = true
+		ids[results[i].ID] = true
+	}
+	if len(branches) != n || len(ids) != n {
+		t.Fatalf("exp %d distinct branches and ids, got %d and %d", n, len(branches), len(ids))
+	}
+	list, err := repos[0].List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp, got := n, len(list); exp != got {
+		t.Fatalf("exp %d listed, got %d", exp, got)
+	}
+	for _, ws := range list {
+		if ws.Missing || !branches[ws.Branch] {
+			t.Errorf("unexpected listed workspace %+v", ws)
+		}
+	}
+	wts := strings.Count(gitT(t, repo, "worktree", "list", "--porcelain"), "worktree ")
+	if exp, got := n+1, wts; exp != got {
+		t.Fatalf("exp %d worktrees, got %d", exp, got)
+	}
+	if _, err := gitTry(repo, "fsck", "--no-progress"); err != nil {
+		t.Fatalf("fsck: %v", err)
+	}
+}

@@ -1,0 +1,114 @@
+package worktree
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error this package returns for one of these
+// conditions wraps the sentinel, so callers test with errors.Is.
+var (
+	// ErrNotFound: no git repository at the path, no such workspace, or a
+	// revision or branch that does not exist.
+	ErrNotFound = errors.New("worktree: not found")
+	// ErrExists: a workspace, branch or directory with that name already exists.
+	ErrExists = errors.New("worktree: already exists")
+	// ErrInvalidName: a name, revision, branch or event kind was refused before
+	// git saw it. The error is a *NameError naming the rule that failed.
+	ErrInvalidName = errors.New("worktree: invalid name")
+	// ErrConflict: a merge or apply would conflict, or the workspace is in a
+	// state that makes the operation unsafe (its worktree is not on its
+	// branch). Nothing was changed. A *FilesError lists conflicting files.
+	ErrConflict = errors.New("worktree: conflict")
+	// ErrDirty: the target working tree has uncommitted changes (or an
+	// unfinished merge, rebase or cherry-pick) that the operation would touch.
+	// Nothing was changed. A *FilesError lists the files.
+	ErrDirty = errors.New("worktree: uncommitted changes in the way")
+	// ErrMissing: the workspace's worktree directory has vanished. Repair
+	// re-creates it from the branch; Delete removes what is left.
+	ErrMissing = errors.New("worktree: worktree directory missing")
+	// ErrNoTarget: Merge was given no target and the workspace was not
+	// created from a local branch (detached HEAD, tag, commit or remote
+	// branch), so there is no default; set MergeRequest.Into.
+	ErrNoTarget = errors.New("worktree: no merge target")
+	// ErrUnsupported: a bare repository, a repository without commits, a
+	// state directory inside the repository's working tree, or a git older
+	// than 2.38.
+	ErrUnsupported = errors.New("worktree: unsupported")
+)
+
+// GitError is a git command that ran and failed. It unwraps to a sentinel
+// when git's message says which one (see classify in git.go), so
+// errors.Is(err, ErrNotFound) also works on git failures.
+type GitError struct {
+	Args     []string // arguments after "git" and patina's fixed -c options
+	Dir      string   // working directory of the command
+	ExitCode int      // git's exit status; -1 when it was killed
+	Stderr   string   // everything git wrote to standard error
+	kind     error
+}
+
+func (e *GitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if len(msg) > 1024 {
+		msg = msg[:1024] + "…"
+	}
+	if msg == "" {
+		msg = "(no output)"
+	}
+	return fmt.Sprintf("git %s: exit status %d: %s", strings.Join(e.Args, " "), e.ExitCode, msg)
+}
+
+// Unwrap returns the sentinel git's message maps to, or nil.
+func (e *GitError) Unwrap() error { return e.kind }
+
+// NameError is a name refused by validation. It unwraps to ErrInvalidName.
+type NameError struct {
+	What string // "workspace name", "branch", "revision", "event kind", "author"
+	Name string // the refused value
+	Rule string // the rule it broke, e.g. "starts with '-'"
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("worktree: invalid %s %q: %s", e.What, e.Name, e.Rule)
+}
+
+// Unwrap returns ErrInvalidName.
+func (e *NameError) Unwrap() error { return ErrInvalidName }
+
+// FilesError is a refusal that concerns particular files: the conflicting
+// files of a merge or apply (Kind ErrConflict) or the uncommitted files in the
+// way (Kind ErrDirty). It unwraps to Kind.
+type FilesError struct {
+	Kind   error    // ErrConflict or ErrDirty
+	Op     string   // what was refused, e.g. "merge patina/x into refs/heads/main"
+	Dir    string   // the working tree concerned, if any
+	Files  []string // repository-relative paths, sorted
+	Detail string   // extra explanation, may be empty
+}
+
+func (e *FilesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %v", e.Op, e.Kind)
+	if e.Dir != "" {
+		fmt.Fprintf(&b, " in %s", e.Dir)
+	}
+	if len(e.Files) > 0 {
+		const show = 20
+		files := e.Files
+		more := ""
+		if len(files) > show {
+			more = fmt.Sprintf(" and %d more", len(files)-show)
+			files = files[:show]
+		}
+		fmt.Fprintf(&b, ": %s%s", strings.Join(files, ", "), more)
+	}
+	if e.Detail != "" {
+		fmt.Fprintf(&b, "; %s", e.Detail)
+	}
+	return b.String()
+}
+
+// Unwrap returns Kind.
+func (e *FilesError) Unwrap() error { return e.Kind }

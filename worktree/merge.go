@@ -1,0 +1,274 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Merge merges the workspace branch — its commits; uncommitted work is not
+// included (MergeResult.Uncommitted tells; Commit first) — into a local
+// branch of the user's repository, by default the branch the workspace was
+// created from (ErrNoTarget if it was created from a detached HEAD, a tag or
+// a commit).
+//
+// The merge is computed without touching any working tree (git merge-tree
+// --write-tree); a conflict fails with ErrConflict and leaves the
+// repository exactly as it was. Otherwise the target moves to the
+// workspace tip (fast-forward) or to a new merge commit. If the target is
+// checked out in a working tree, that tree and its index are updated too,
+// after refusing with ErrDirty if its uncommitted changes (or untracked
+// files) touch a file the merge changes, or it is in the middle of a merge,
+// rebase, cherry-pick or revert; untouched local changes are kept.
+func (r *Repo) Merge(ctx context.Context, nameOrID string, req MergeRequest) (MergeResult, error) {
+	res, err := r.merge(ctx, nameOrID, req)
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("merge %s: %w", nameOrID, err)
+	}
+	return res, nil
+}
+
+func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (MergeResult, error) {
+	var into string
+	if req.Into != "" {
+		var err error
+		if into, err = validateBranch(req.Into); err != nil {
+			return MergeResult{}, err
+		}
+	}
+	unlock, err := r.lock.lock(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer unlock()
+	ws, err := r.lookup(ctx, nameOrID)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if ws.Head == "" {
+		return MergeResult{}, fmt.Errorf("%w: branch %s has been deleted", ErrNotFound, ws.Branch)
+	}
+	if into == "" {
+		if !strings.HasPrefix(ws.BaseRef, "refs/heads/") {
+			from := ws.BaseRef
+			if from == "" {
+				from = "a detached HEAD or commit " + ws.BaseCommit
+			}
+			return MergeResult{}, fmt.Errorf("%w: workspace was created from %s, not a local branch; say which branch to merge into", ErrNoTarget, from)
+		}
+		into = ws.BaseRef
+	}
+	if into == branchRef(ws.Name) {
+		return MergeResult{}, fmt.Errorf("%w: cannot merge %s into itself", ErrNoTarget, ws.Branch)
+	}
+	old, err := r.revParse(ctx, r.root, into+"^{commit}")
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("target branch %s: %w", into, err)
+	}
+	res := MergeResult{Into: into, Previous: old, Commit: old}
+	if !ws.Missing {
+		status, err := r.git.out(ctx, ws.Path, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
+		if err != nil {
+			return MergeResult{}, err
+		}
+		res.Uncommitted = status != ""
+	}
+
+	head := ws.Head
+	if head == ws.Commit {
+		res.UpToDate = true // only the initial empty commit: nothing to merge
+		return res, nil
+	}
+	contained, err := r.isAncestor(ctx, head, old)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if contained {
+		res.UpToDate = true
+		return res, nil
+	}
+
+	op := fmt.Sprintf("merge %s into %s", ws.Branch, into)
+	ff, err := r.isAncestor(ctx, old, head)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	newTip := head
+	if !ff || req.NoFastForward {
+		tree, conflicts, err := r.mergeTree(ctx, old, head)
+		if err != nil {
+			return MergeResult{}, err
+		}
+		if len(conflicts) > 0 {
+			return MergeResult{}, &FilesError{Kind: ErrConflict, Op: op, Files: conflicts, Detail: "nothing was changed; resolve in the workspace (merge the target into it) and retry"}
+		}
+		msg := req.Message
+		if strings.TrimSpace(msg) == "" {
+			msg = fmt.Sprintf("Merge patina workspace '%s' into %s\n", ws.Name, strings.TrimPrefix(into, "refs/heads/"))
+		}
+		out, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"commit-tree", tree, "-p", old, "-p", head, "-F", "-"}, stdin: []byte(msg)})
+		if err != nil {
+			return MergeResult{}, fmt.Errorf("merge commit: %w", err)
+		}
+		newTip = strings.TrimSpace(string(out))
+	}
+	if err := r.advance(ctx, op, into, old, newTip); err != nil {
+		return MergeResult{}, err
+	}
+	res.Commit, res.FastForward = newTip, newTip == head
+
+	how := "merge commit"
+	if res.FastForward {
+		how = "fast-forward"
+	}
+	r.logEvent(ctx, ws, Event{Kind: EventMerged, Message: fmt.Sprintf("into %s at %s (%s)", into, newTip, how)})
+	r.logger.Info("workspace merged", "workspace", ws.Name, "into", into, "commit", newTip, "fast_forward", res.FastForward)
+	return res, nil
+}
+
+// mergeTree merges two commits in the object database only. It returns the
+// merged tree, or the conflicted paths.
+func (r *Repo) mergeTree(ctx context.Context, ours, theirs string) (tree string, conflicts []string, err error) {
+	out, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs}})
+	if err != nil && exitCode(err) != 1 { // 1: conflicts, reported on stdout
+		return "", nil, err
+	}
+	tree, conflicts, perr := parseMergeTreeZ(string(out))
+	if perr != nil {
+		return "", nil, perr
+	}
+	if err != nil && len(conflicts) == 0 {
+		return "", nil, err
+	}
+	return tree, conflicts, nil
+}
+
+// advance moves branch ref from old to newTip, a descendant of old. Where
+// ref is checked out, that working tree follows as `git merge --ff-only`
+// would, after checkClean; elsewhere only the ref moves (compare-and-swap
+// on old).
+func (r *Repo) advance(ctx context.Context, op, ref, old, newTip string) error {
+	wts, err := listWorktrees(ctx, r.git, r.root)
+	if err != nil {
+		return err
+	}
+	dir := ""
+	for _, wt := range wts {
+		if wt.branch == ref && !wt.bare && !wt.prunable && isWorktreeDir(wt.path) {
+			dir = wt.path
+			break
+		}
+	}
+	if dir == "" {
+		if _, err := r.run(ctx, "update-ref", "-m", "patina: "+op, ref, newTip, old); err != nil {
+			return fmt.Errorf("update %s: %w", ref, err)
+		}
+		return nil
+	}
+	touched, added, err := r.changes(ctx, old, newTip)
+	if err != nil {
+		return err
+	}
+	if err := r.checkClean(ctx, op, dir, touched, added, false); err != nil {
+		return err
+	}
+	if _, err := r.git.run(ctx, gitCmd{
+		dir:  dir,
+		args: []string{"merge", "--ff-only", "--no-autostash", "--no-verify-signatures", "--no-stat", "--quiet", newTip},
+		env:  []string{"GIT_REFLOG_ACTION=patina: " + op},
+	}); err != nil {
+		return fmt.Errorf("fast-forward %s in %s: %w", ref, dir, err)
+	}
+	return nil
+}
+
+// changes lists the paths that differ between two tree-ishes, and those
+// of them that are added.
+func (r *Repo) changes(ctx context.Context, from, to string) (touched, added []string, err error) {
+	out, err := r.run(ctx, "diff-tree", "-r", "--no-renames", "--name-status", "-z", from, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := parseNameStatusZ(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range files {
+		touched = append(touched, f.Path)
+		if f.Status == StatusAdded {
+			added = append(added, f.Path)
+		}
+	}
+	return touched, added, nil
+}
+
+// checkClean refuses with ErrDirty when the working tree at dir is in the
+// middle of a merge, rebase, cherry-pick or revert, has uncommitted changes
+// (only unstaged ones if stagedOK) or untracked files at (or above, or
+// below) any touched path, or has anything at all (an ignored file, say)
+// where an added path goes. It reads the working tree without writing its
+// index.
+func (r *Repo) checkClean(ctx context.Context, op, dir string, touched, added []string, stagedOK bool) error {
+	paths, err := r.git.out(ctx, dir, "rev-parse",
+		"--git-path", "MERGE_HEAD", "--git-path", "CHERRY_PICK_HEAD", "--git-path", "REVERT_HEAD",
+		"--git-path", "rebase-merge", "--git-path", "rebase-apply")
+	if err != nil {
+		return err
+	}
+	for _, p := range strings.Split(paths, "\n") {
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			return &FilesError{Kind: ErrDirty, Op: op, Dir: dir, Detail: fmt.Sprintf("%s is in progress; finish or abort it first", filepath.Base(p))}
+		}
+	}
+	out, err := r.git.out(ctx, dir, "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--ignore-submodules=none")
+	if err != nil {
+		return err
+	}
+	in := overlapping(touched, parseStatusZ(out, stagedOK))
+	for _, p := range added {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err == nil && !slices.Contains(in, p) {
+			in = append(in, p)
+		}
+	}
+	sort.Strings(in)
+	if len(in) > 0 {
+		return &FilesError{Kind: ErrDirty, Op: op, Dir: dir, Files: in, Detail: "uncommitted changes or untracked files where the operation writes; commit, stash or move them first"}
+	}
+	return nil
+}
+
+// overlapping returns the dirty paths that equal a touched path or lie
+// above or below one (a file where a directory must go, or the reverse).
+// Paths are git's: relative, '/'-separated.
+func overlapping(touched, dirty []string) []string {
+	files, dirs := map[string]bool{}, map[string]bool{}
+	for _, t := range touched {
+		files[t] = true
+		for d := path.Dir(t); d != "." && d != "/"; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var in []string
+	for _, p := range dirty {
+		hit := files[p] || dirs[p]
+		for d := path.Dir(p); !hit && d != "." && d != "/"; d = path.Dir(d) {
+			hit = files[d]
+		}
+		if hit {
+			in = append(in, p)
+		}
+	}
+	sort.Strings(in)
+	return in
+}

@@ -1,0 +1,280 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// agentCommit writes files in a workspace and commits them through patina.
+func agentCommit(t *testing.T, r *Repo, ws Workspace, files map[string]string) string {
+	t.Helper()
+	for p, c := range files {
+		writeFile(t, filepath.Join(ws.Path, p), c)
+	}
+	res, err := r.Commit(context.Background(), ws.Name, CommitRequest{Message: "agent work"})
+	if err != nil || !res.Committed {
+		t.Fatalf("commit in %s: %+v, %v", ws.Name, res, err)
+	}
+	return res.Commit
+}
+
+// userCommit commits files on the user's checked-out branch.
+func userCommit(t *testing.T, repo string, files map[string]string) string {
+	t.Helper()
+	for p, c := range files {
+		writeFile(t, filepath.Join(repo, p), c)
+		gitT(t, repo, "add", p)
+	}
+	gitT(t, repo, "commit", "-q", "-m", "user work")
+	return gitT(t, repo, "rev-parse", "HEAD")
+}
+
+func TestMergeFastForward(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "ff"})
+	old := gitT(t, repo, "rev-parse", "main")
+	tip := agentCommit(t, r, ws, map[string]string{"feature.txt": "feature\n", "src/a.txt": "alpha 2\n"})
+	// A local change elsewhere survives.
+	writeFile(t, filepath.Join(repo, "src", "b.txt"), "bravo, locally edited\n")
+
+	res, err := r.Merge(context.Background(), "ff", MergeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := MergeResult{Into: "refs/heads/main", Previous: old, Commit: tip, FastForward: true}
+	if !reflect.DeepEqual(exp, res) {
+		t.Fatalf("exp %+v, got %+v", exp, res)
+	}
+	if exp, got := tip, gitT(t, repo, "rev-parse", "main"); exp != got {
+		t.Fatalf("exp main at %s, got %s", exp, got)
+	}
+	if exp, got := "feature\n", readFile(t, filepath.Join(repo, "feature.txt")); exp != got {
+		t.Fatalf("exp merged file in the user's tree, got %q", got)
+	}
+	if exp, got := " M src/b.txt", gitT(t, repo, "status", "--porcelain"); exp != got {
+		t.Fatalf("exp only the user's own change left, got %q", got)
+	}
+	events, _ := r.Log(context.Background(), "ff")
+	if last := events[len(events)-1]; last.Kind != EventMerged || !strings.Contains(last.Message, "fast-forward") {
+		t.Fatalf("exp a merged event, got %+v", last)
+	}
+}
+
+func TestMergeCommit(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "diverge"})
+	tip := agentCommit(t, r, ws, map[string]string{"agent.txt": "agent\n"})
+	userTip := userCommit(t, repo, map[string]string{"user.txt": "user\n"})
+
+	res, err := r.Merge(context.Background(), "diverge", MergeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FastForward || res.UpToDate || res.Previous != userTip {
+		t.Fatalf("exp a merge commit on %s, got %+v", userTip, res)
+	}
+	if exp, got := userTip+" "+tip, gitT(t, repo, "log", "-1", "--format=%P", "main"); exp != got {
+		t.Fatalf("exp parents %s, got %s", exp, got)
+	}
+	if exp, got := "Merge patina workspace 'diverge' into main", gitT(t, repo, "log", "-1", "--format=%s", "main"); exp != got {
+		t.Fatalf("exp message %q, got %q", exp, got)
+	}
+	if readFile(t, filepath.Join(repo, "agent.txt")) != "agent\n" || readFile(t, filepath.Join(repo, "user.txt")) != "user\n" {
+		t.Fatalf("exp both sides in the user's tree")
+	}
+	if exp, got := "", gitT(t, repo, "status", "--porcelain"); exp != got {
+		t.Fatalf("exp a clean tree, got %q", got)
+	}
+}
+
+func TestMergeNoFastForward(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "noff"})
+	tip := agentCommit(t, r, ws, map[string]string{"agent.txt": "agent\n"})
+	res, err := r.Merge(context.Background(), "noff", MergeRequest{NoFastForward: true, Message: "custom merge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FastForward || res.Commit == tip {
+		t.Fatalf("exp a merge commit, got %+v", res)
+	}
+	if exp, got := "custom merge", gitT(t, repo, "log", "-1", "--format=%s", "main"); exp != got {
+		t.Fatalf("exp message %q, got %q", exp, got)
+	}
+}
+
+// A conflicting merge fails with ErrConflict and leaves the user's
+// repository exactly as it was: status, HEAD, refs, index bytes, files.
+func TestMergeConflictLeavesRepoUntouched(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "clash"})
+	agentCommit(t, r, ws, map[string]string{"README.md": "# agent's readme\n", "agent.txt": "agent\n"})
+	userCommit(t, repo, map[string]string{"README.md": "# user's readme\n"})
+	// Unrelated local changes, staged and not, and an untracked file.
+	writeFile(t, filepath.Join(repo, "src", "a.txt"), "alpha, unstaged edit\n")
+	writeFile(t, filepath.Join(repo, "src", "b.txt"), "bravo, staged edit\n")
+	gitT(t, repo, "add", "src/b.txt")
+	writeFile(t, filepath.Join(repo, "scratch.txt"), "untracked\n")
+	before := snapshotUser(t, repo)
+
+	_, err := r.Merge(context.Background(), "clash", MergeRequest{})
+	wantErr(t, err, ErrConflict)
+	var fe *FilesError
+	if !errors.As(err, &fe) || !reflect.DeepEqual([]string{"README.md"}, fe.Files) {
+		t.Fatalf("exp conflict in README.md, got %v", err)
+	}
+	wantSameUser(t, before, snapshotUser(t, repo))
+	events, _ := r.Log(context.Background(), "clash")
+	if last := events[len(events)-1]; last.Kind == EventMerged {
+		t.Fatalf("exp no merged event, got %+v", last)
+	}
+}
+
+func TestMergeRefusesDirtyTouchedFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		dirty func(t *testing.T, repo string)
+		files []string
+	}{
+		{"modified", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "src", "a.txt"), "user's uncommitted edit\n")
+		}, []string{"src/a.txt"}},
+		{"staged", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "src", "a.txt"), "user's staged edit\n")
+			gitT(t, repo, "add", "src/a.txt")
+		}, []string{"src/a.txt"}},
+		{"untracked-in-the-way", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "new", "file.txt"), "user's own new file\n")
+		}, []string{"new/file.txt"}},
+		{"ignored-in-the-way", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, "build.log"), "user's ignored file\n")
+		}, []string{"build.log"}},
+		{"merge-in-progress", func(t *testing.T, repo string) {
+			writeFile(t, filepath.Join(repo, ".git", "MERGE_HEAD"), gitT(t, repo, "rev-parse", "HEAD")+"\n")
+		}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := newUserRepo(t)
+			r := openRepo(t, repo)
+			ws := mustCreate(t, r, CreateRequest{Name: "dirty"})
+			writeFile(t, filepath.Join(ws.Path, "build.log"), "agent's forced-in log\n")
+			gitT(t, ws.Path, "add", "-f", "build.log")
+			agentCommit(t, r, ws, map[string]string{"src/a.txt": "agent's edit\n", "new/file.txt": "agent's file\n"})
+			tc.dirty(t, repo)
+			before := snapshotUser(t, repo)
+
+			_, err := r.Merge(context.Background(), "dirty", MergeRequest{})
+			wantErr(t, err, ErrDirty)
+			var fe *FilesError
+			if !errors.As(err, &fe) || !reflect.DeepEqual(tc.files, fe.Files) {
+				t.Fatalf("exp dirty files %q, got %v", tc.files, err)
+			}
+			wantSameUser(t, before, snapshotUser(t, repo))
+		})
+	}
+}
+
+func TestMergeIntoBranchNotCheckedOut(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	gitT(t, repo, "branch", "release")
+	ws := mustCreate(t, r, CreateRequest{Name: "rel"})
+	tip := agentCommit(t, r, ws, map[string]string{"fix.txt": "fix\n"})
+	writeFile(t, filepath.Join(repo, "fix.txt"), "user's untracked file of the same name\n")
+	before := snapshotUser(t, repo)
+
+	res, err := r.Merge(context.Background(), "rel", MergeRequest{Into: "release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Into != "refs/heads/release" || res.Commit != tip || !res.FastForward {
+		t.Fatalf("exp release fast-forwarded to %s, got %+v", tip, res)
+	}
+	if exp, got := tip, gitT(t, repo, "rev-parse", "release"); exp != got {
+		t.Fatalf("exp release at %s, got %s", exp, got)
+	}
+	after := snapshotUser(t, repo)
+	before.Refs, after.Refs = "", ""
+	wantSameUser(t, before, after)
+}
+
+func TestMergeTargets(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ctx := context.Background()
+	first := gitT(t, repo, "rev-parse", "HEAD~1")
+
+	// Created from a commit: no default target.
+	ws := mustCreate(t, r, CreateRequest{Name: "fromcommit", Base: first})
+	agentCommit(t, r, ws, map[string]string{"x.txt": "x\n"})
+	_, err := r.Merge(ctx, "fromcommit", MergeRequest{})
+	wantErr(t, err, ErrNoTarget)
+	if _, err := r.Merge(ctx, "fromcommit", MergeRequest{Into: "main"}); err != nil {
+		t.Fatalf("exp an explicit target to work, got %v", err)
+	}
+
+	for into, exp := range map[string]error{
+		"no-such-branch":    ErrNotFound,
+		"-evil":             ErrInvalidName,
+		"a..b":              ErrInvalidName,
+		"patina/fromcommit": ErrNoTarget,
+	} {
+		_, err := r.Merge(ctx, "fromcommit", MergeRequest{Into: into})
+		if !errors.Is(err, exp) {
+			t.Errorf("Merge into %q: exp %v, got %v", into, exp, err)
+		}
+	}
+	_, err = r.Merge(ctx, "ghost", MergeRequest{})
+	wantErr(t, err, ErrNotFound)
+}
+
+func TestMergeNothingToMerge(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ws := mustCreate(t, r, CreateRequest{Name: "idle"})
+	writeFile(t, filepath.Join(ws.Path, "uncommitted.txt"), "not merged\n")
+	main := gitT(t, repo, "rev-parse", "main")
+
+	res, err := r.Merge(context.Background(), "idle", MergeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.UpToDate || !res.Uncommitted || res.Commit != main {
+		t.Fatalf("exp up to date with uncommitted work reported, got %+v", res)
+	}
+	if exp, got := main, gitT(t, repo, "rev-parse", "main"); exp != got {
+		t.Fatalf("exp main unmoved at %s, got %s", exp, got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "uncommitted.txt")); err == nil {
+		t.Fatalf("uncommitted work was merged")
+	}
+
+	// Merged once, merging again is up to date.
+	agentCommit(t, r, ws, map[string]string{"done.txt": "done\n"})
+	if _, err := r.Merge(context.Background(), "idle", MergeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Merge(context.Background(), "idle", MergeRequest{})
+	if err != nil || !res.UpToDate || res.Uncommitted {
+		t.Fatalf("exp up to date, got %+v, %v", res, err)
+	}
+}

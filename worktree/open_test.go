@@ -1,0 +1,110 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	state := tempDir(t)
+	for _, p := range []string{repo, filepath.Join(repo, "src"), filepath.Join(repo, "src", "a.txt"), filepath.Join(repo, ".git")} {
+		r := openRepoState(t, p, state)
+		if exp, got := repo, r.Root(); exp != got {
+			t.Errorf("Open(%s): exp root %s, got %s", p, exp, got)
+		}
+		if exp, got := filepath.Join(repo, ".git"), r.GitCommonDir(); exp != got {
+			t.Errorf("Open(%s): exp common dir %s, got %s", p, exp, got)
+		}
+		if !strings.HasPrefix(r.WorktreesDir(), filepath.Join(state, "worktrees")+string(filepath.Separator)) {
+			t.Errorf("Open(%s): exp worktrees dir under %s, got %s", p, state, r.WorktreesDir())
+		}
+	}
+	a, b := openRepoState(t, repo, state), openRepoState(t, repo, state)
+	if a.WorktreesDir() != b.WorktreesDir() {
+		t.Errorf("exp a stable repo key, got %s and %s", a.WorktreesDir(), b.WorktreesDir())
+	}
+	other := openRepoState(t, newUserRepo(t), state)
+	if a.WorktreesDir() == other.WorktreesDir() {
+		t.Errorf("exp distinct repo keys for distinct repositories, got %s twice", a.WorktreesDir())
+	}
+}
+
+func TestOpenFromLinkedWorktree(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	linked := filepath.Join(tempDir(t), "linked")
+	gitT(t, repo, "worktree", "add", "-q", "-b", "side", linked)
+	r := openRepo(t, linked)
+	if exp, got := repo, r.Root(); exp != got {
+		t.Fatalf("exp the main working tree %s, got %s", exp, got)
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := Config{StateDir: t.TempDir(), Logger: testLogger(t)}
+
+	_, err := Open(ctx, cfg, t.TempDir())
+	wantErr(t, err, ErrNotFound)
+
+	_, err = Open(ctx, cfg, filepath.Join(t.TempDir(), "does-not-exist"))
+	wantErr(t, err, ErrNotFound)
+
+	bare := t.TempDir()
+	gitT(t, bare, "init", "-q", "--bare")
+	_, err = Open(ctx, cfg, bare)
+	wantErr(t, err, ErrUnsupported)
+	if !strings.Contains(err.Error(), "bare") {
+		t.Errorf("exp the message to say bare, got %q", err)
+	}
+
+	repo := newUserRepo(t)
+	_, err = Open(ctx, Config{StateDir: filepath.Join(repo, ".patina"), Logger: testLogger(t)}, repo)
+	wantErr(t, err, ErrUnsupported)
+	if !strings.Contains(err.Error(), "inside the repository") {
+		t.Errorf("exp the message to say why, got %q", err)
+	}
+
+	_, err = Open(ctx, Config{StateDir: t.TempDir(), Author: Signature{Name: "x<y>", Email: "e"}}, repo)
+	wantErr(t, err, ErrInvalidName)
+}
+
+func TestOpenDefaults(t *testing.T) {
+	state := tempDir(t)
+	t.Setenv("XDG_STATE_HOME", state)
+	repo := newUserRepo(t)
+	r, err := Open(context.Background(), Config{}, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.WorktreesDir(), filepath.Join(state, "patina", "worktrees")) {
+		t.Errorf("exp worktrees under $XDG_STATE_HOME/patina, got %s", r.WorktreesDir())
+	}
+	if exp, got := DefaultAuthor, r.cfg.Author; exp != got {
+		t.Errorf("exp author %v, got %v", exp, got)
+	}
+	if r.cfg.Logger == nil || r.cfg.GitPath == "" {
+		t.Errorf("exp logger and git path filled in, got %+v", r.cfg)
+	}
+}
+
+func TestCreateInEmptyRepo(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	gitT(t, repo, "init", "-q", "-b", "main")
+	r := openRepo(t, repo)
+	_, err := r.Create(context.Background(), CreateRequest{Name: "first"})
+	wantErr(t, err, ErrUnsupported)
+	if !strings.Contains(err.Error(), "no commits") {
+		t.Errorf("exp the message to say there are no commits, got %q", err)
+	}
+	if entries, _ := os.ReadDir(r.WorktreesDir()); len(entries) != 0 {
+		t.Errorf("exp nothing left behind, got %v", entries)
+	}
+}
