@@ -122,11 +122,7 @@ func (s *server) fileRead(ctx context.Context, in FileReadIn) (string, FileReadO
 	}
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	var data []byte
-	err = s.call(ctx, func(c *client.Client) (err error) {
-		data, err = c.ReadFile(ctx, in.Workspace, rel)
-		return err
-	})
+	data, err := s.readFile(ctx, in.Workspace, rel)
 	if err != nil {
 		return "", FileReadOut{}, err
 	}
@@ -280,11 +276,7 @@ func (s *server) fileEdit(ctx context.Context, in FileEditIn) (string, FileEditO
 	}
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	var data []byte
-	err = s.call(ctx, func(c *client.Client) (err error) {
-		data, err = c.ReadFile(ctx, in.Workspace, rel)
-		return err
-	})
+	data, err := s.readFile(ctx, in.Workspace, rel)
 	if err != nil {
 		return "", FileEditOut{}, err
 	}
@@ -372,4 +364,13 @@ func (s *server) fileDelete(ctx context.Context, in FileDeleteIn) (string, FileD
 		return "", FileDeleteOut{}, err
 	}
 	return "Deleted " + displayPath(rel) + ".", FileDeleteOut{Path: displayPath(rel)}, nil
+}
+
+// readFile reads a workspace file through the sidecar.
+func (s *server) readFile(ctx context.Context, ws, rel string) (data []byte, err error) {
+	err = s.call(ctx, func(c *client.Client) error {
+		data, err = c.ReadFile(ctx, ws, rel)
+		return err
+	})
+	return data, err
 }
