@@ -306,3 +306,57 @@ func TestUnused(t *testing.T) {
 		t.Fatalf("exp the file unused once the holder is gone")
 	}
 }
+
+// 7. A foreground command that ignores SIGINT (and so looks like a
+// background job) is still killed after the grace, by a timeout or by
+// Signal, without replacing the shell; a background job of an earlier
+// command keeps running.
+func TestStopKillsForegroundIgnoringINT(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "ignint"})
+	bg := strings.TrimSpace(out(t, s, "sleep 301 >/dev/null 2>&1 & echo $!"))
+	dir := t.TempDir()
+	run(t, s, "cd "+dir+"; export KEEP=kept")
+	// Start times have a resolution of 10 ms: keep the job clear of the
+	// commands below.
+	time.Sleep(50 * time.Millisecond)
+	const cmd = `bash -c 'trap "" INT; echo $$; exec sleep 300'; echo next`
+	check := func(t *testing.T, res ExecResult) {
+		t.Helper()
+		if res.ShellReplaced || res.Ended || strings.Contains(string(res.Stdout.Data), "next") {
+			t.Fatalf("exp the command stopped in the same shell, got %+v", res)
+		}
+		fg := strings.TrimSpace(string(res.Stdout.Data))
+		waitFor(t, "the foreground sleep to be gone", 5*time.Second, func() bool { return !alive(fg) })
+		if !alive(bg) {
+			t.Fatalf("the earlier background job %s was killed", bg)
+		}
+		expectOut(t, s, `echo "$PWD $KEEP"`, dir+" kept\n")
+	}
+	t.Run("timeout", func(t *testing.T) {
+		res := runReq(t, s, ExecRequest{Command: cmd, Timeout: 200 * time.Millisecond})
+		if !res.TimedOut {
+			t.Fatalf("exp timed out, got %+v", res)
+		}
+		check(t, res)
+	})
+	t.Run("signal", func(t *testing.T) {
+		ctx := context.Background()
+		id, err := s.Start(ctx, ExecRequest{Command: cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the command to print its pid", 5*time.Second, func() bool {
+			b, err := s.ReadOutput(id, Stdout, 0, 64)
+			return err == nil && strings.HasSuffix(string(b), "\n")
+		})
+		if err := s.Signal(ctx, id, syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Wait(ctx, id)
+		if err != nil || !res.Interrupted {
+			t.Fatalf("exp interrupted, got %+v %v", res, err)
+		}
+		check(t, res)
+	})
+}

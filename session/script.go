@@ -123,12 +123,17 @@ const snapshotFormat = `{ \builtin declare -p; \builtin declare -f; \builtin ali
 // environment (so it sees the right pid namespace). It reads /proc only and
 // forks nothing. The process tree is read before anything is signalled.
 //
-//	killtree stop CHILDSIG SHELLSIG SHELL
+//	killtree stop CHILDSIG SHELLSIG SHELL [SINCE]
 //	    SHELL gets SHELLSIG first (URG: see initScript), then the
 //	    foreground command gets CHILDSIG: every child of SHELL that does not
 //	    ignore SIGINT (bash starts background jobs with SIGINT ignored when job
 //	    control is off), and all their descendants. If SHELL itself ignores
-//	    SIGINT, every child counts. SHELLSIG "-" leaves SHELL alone.
+//	    SIGINT, every child counts. SHELLSIG "-" leaves SHELL alone. With
+//	    SINCE (a start time in clock ticks, as in /proc/PID/stat), a child
+//	    started at or after SINCE counts even if it ignores SIGINT: a foreground command that ignores SIGINT looks just
+//	    like a background job, and is told apart by having started with the
+//	    command being stopped (a job that command put in the background goes
+//	    with it).
 //	killtree all SIG ROOT MARK
 //	    ROOT and all its descendants, and every process whose environment
 //	    holds MARK (daemons that re-parented themselves away).
@@ -138,7 +143,7 @@ const snapshotFormat = `{ \builtin declare -p; \builtin declare -f; \builtin ali
 // It prints the pids it signalled.
 const killtreeScript = `mode=$1 a2=$2 a3=$3 a4=$4
 args=("$@")
-declare -A kids=()
+declare -A kids=() start=()
 for d in /proc/[0-9]*; do
 	p=${d#/proc/}
 	[[ $p == $$ ]] && continue
@@ -146,6 +151,7 @@ for d in /proc/[0-9]*; do
 	st=${st##*) }
 	set -- $st
 	kids[$2]+=" $p"
+	start[$p]=${20}
 done
 ignint() {
 	local l
@@ -167,11 +173,11 @@ add() {
 }
 case $mode in
 stop)
-	csig=$a2 ssig=$a3 shell=$a4
+	csig=$a2 ssig=$a3 shell=$a4 since=${args[4]}
 	shellign=0
 	ignint "$shell" && shellign=1
 	for c in ${kids[$shell]}; do
-		if ((shellign)) || ! ignint "$c"; then add "$c"; fi
+		if ((shellign)) || ! ignint "$c" || [[ -n $since && ${start[$c]} -ge $since ]]; then add "$c"; fi
 	done
 	[[ $ssig != - ]] && kill -s "$ssig" "$shell" 2>/dev/null && echo "$shell"
 	sig=$csig

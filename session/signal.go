@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Signal sends sig to command id's foreground process tree. SIGINT, SIGTERM,
@@ -87,7 +89,7 @@ func (s *Session) escalate(c *command, shell string, tree []string) {
 	}
 	// The URG sent first is still pending in the shell if the command
 	// outlived its signal; it fires once these children are gone.
-	more, err := s.killtree(ctx, "stop", "KILL", "-", shell)
+	more, err := s.killtree(ctx, "stop", "KILL", "-", shell, c.startTick())
 	if err != nil {
 		s.log.Warn("kill command tree", "command_id", c.id, "err", err)
 	}
@@ -97,6 +99,20 @@ func (s *Session) escalate(c *command, shell string, tree []string) {
 		return
 	}
 	s.replace(ctx, c)
+}
+
+// startTick is when c started, in the clock ticks (1/100 s since boot) of
+// the start times in /proc/PID/stat, as killtree's stop mode takes it. It
+// errs early, by up to two ticks; "" if the clock cannot be read.
+func (c *command) startTick() string {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return ""
+	}
+	const tick = 10 * time.Millisecond
+	now := int64(ts.Sec)*100 + int64(ts.Nsec)/int64(tick)
+	elapsed := int64((time.Since(c.started) + tick - 1) / tick)
+	return strconv.FormatInt(now-elapsed, 10)
 }
 
 // waitSettled waits up to d for a stopping command's report.
@@ -160,7 +176,7 @@ func (s *Session) replace(ctx context.Context, c *command) {
 	if err := os.WriteFile(filepath.Join(s.dir, replaceFl), []byte(strconv.Itoa(gen)+"\n"), 0o644); err != nil {
 		s.log.Error("replace shell", "err", err)
 	}
-	if _, err := s.killtree(ctx, "stop", "KILL", "KILL", shell); err != nil {
+	if _, err := s.killtree(ctx, "stop", "KILL", "KILL", shell, c.startTick()); err != nil {
 		s.log.Warn("kill shell", "err", err)
 	}
 	var restore, notice string
