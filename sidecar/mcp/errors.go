@@ -48,7 +48,7 @@ func hintFor(code string) string {
 	case client.CodeStopped:
 		return "The workspace's container is stopped: ask the user to run `patina ws start <workspace>`, or create a new workspace"
 	case client.CodeNoRepository:
-		return "This workspace was created without repo, so it has no git branch: diff, commit, merge and log need a workspace created with workspace_create(repo=...)"
+		return "This workspace was created without repo, so it has no git branch: diff, commit and merge need a workspace created with workspace_create(repo=...) (log works on any workspace)"
 	case client.CodeNotRunning:
 		return "The command has already finished: read its output with command_output"
 	case client.CodeUnavailable:

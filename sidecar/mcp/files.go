@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 
@@ -324,7 +326,7 @@ func (s *server) fileList(ctx context.Context, in FileListIn) (string, FileListO
 		return err
 	})
 	if err != nil {
-		return "", FileListOut{}, err
+		return "", FileListOut{}, s.notFound(ctx, in.Workspace, "no such directory: "+rel, err)
 	}
 	out := FileListOut{Path: displayPath(rel), Entries: []FileEntry{}, Total: len(fis)}
 	var b strings.Builder
@@ -361,7 +363,7 @@ func (s *server) fileDelete(ctx context.Context, in FileDeleteIn) (string, FileD
 		return c.DeleteFile(ctx, in.Workspace, rel)
 	})
 	if err != nil {
-		return "", FileDeleteOut{}, err
+		return "", FileDeleteOut{}, s.notFound(ctx, in.Workspace, "no such file: "+rel, err)
 	}
 	return "Deleted " + displayPath(rel) + ".", FileDeleteOut{Path: displayPath(rel)}, nil
 }
@@ -372,5 +374,27 @@ func (s *server) readFile(ctx context.Context, ws, rel string) (data []byte, err
 		data, err = c.ReadFile(ctx, ws, rel)
 		return err
 	})
-	return data, err
+	if err != nil {
+		return nil, s.notFound(ctx, ws, "no such file: "+rel, err)
+	}
+	return data, nil
+}
+
+// notFound gives a files API not_found error the message msg ("no such
+// file: a.txt") in place of the system call's ("statat a.txt: no such file
+// or directory") when the file is what is missing. The sidecar answers
+// not_found for a missing workspace too; asking for the workspace tells
+// the two apart without reading messages.
+func (s *server) notFound(ctx context.Context, ws, msg string, err error) error {
+	if !errors.Is(err, client.ErrNotFound) {
+		return err
+	}
+	werr := s.call(ctx, func(c *client.Client) error {
+		_, err := c.GetWorkspace(ctx, ws)
+		return err
+	})
+	if werr != nil {
+		return err
+	}
+	return &client.APIError{Status: http.StatusNotFound, Code: client.CodeNotFound, Message: msg}
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -183,23 +184,83 @@ func TestMCPToolsAgainstSidecar(t *testing.T) {
 		res := call(t, cs, "run", map[string]any{"workspace": "demo", "session": "bg", "background": true,
 			"command": "echo started; trap 'echo got INT; exit 7' INT; while true; do sleep 0.1; done"})
 		r := structured[RunOut](t, res)
-		if !r.Background || r.CommandID == "" || !strings.Contains(textOf(res), `command_output(workspace="demo", command_id="`+r.CommandID+`", stream="stdout", session="bg")`) {
+		if !r.Background || !strings.HasPrefix(r.CommandID, "bg:") || !strings.Contains(textOf(res), `command_output(workspace="demo", command_id="`+r.CommandID+`", stream="stdout")`) {
 			t.Fatalf("background: %s", textOf(res))
 		}
 		mustFail(t, cs, "run", map[string]any{"workspace": "demo", "session": "bg", "command": "true"}, "busy")
 		tests.WaitFor(t, "started", 30*time.Second, func() bool {
-			o := structured[CommandOutputOut](t, call(t, cs, "command_output", map[string]any{"workspace": "demo", "session": "bg", "command_id": r.CommandID, "stream": "stdout"}))
+			o := structured[CommandOutputOut](t, call(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": r.CommandID, "stream": "stdout"}))
 			return o.Data == "started\n" && o.State == "running" && !o.EOF
 		})
-		out := mustOK(t, cs, "command_signal", map[string]any{"workspace": "demo", "session": "bg", "command_id": r.CommandID, "signal": "int"})
-		if !strings.Contains(out, "Sent INT") {
+		out := mustOK(t, cs, "command_signal", map[string]any{"workspace": "demo", "command_id": r.CommandID, "signal": "int"})
+		if !strings.Contains(out, "Sent INT to command "+r.CommandID) {
 			t.Fatalf("command_signal: %s", out)
 		}
-		o := structured[CommandOutputOut](t, call(t, cs, "command_output", map[string]any{"workspace": "demo", "session": "bg", "command_id": r.CommandID, "stream": "stdout", "wait_ms": 10000}))
-		if o.State != "finished" || o.ExitCode == nil || *o.ExitCode != 7 || o.Data != "started\ngot INT\n" || !o.EOF {
+		// The bare number with session works too.
+		o := structured[CommandOutputOut](t, call(t, cs, "command_output", map[string]any{"workspace": "demo", "session": "bg", "command_id": strings.TrimPrefix(r.CommandID, "bg:"), "stream": "stdout", "wait_ms": 10000}))
+		if o.State != "finished" || o.ExitCode == nil || *o.ExitCode != 7 || o.Data != "started\ngot INT\n" || !o.EOF || o.CommandID != r.CommandID {
 			t.Fatalf("after INT: %+v", o)
 		}
-		mustFail(t, cs, "command_signal", map[string]any{"workspace": "demo", "session": "bg", "command_id": r.CommandID, "signal": "TERM"}, "not_running")
+		mustFail(t, cs, "command_signal", map[string]any{"workspace": "demo", "command_id": r.CommandID, "signal": "TERM"}, "not_running")
+	})
+
+	// Sessions number their commands alike: a command id names its session,
+	// so it cannot be read back from another session.
+	t.Run("command ids name their session", func(t *testing.T) {
+		byID := map[string]string{}
+		for _, sid := range []string{"default", "s2"} {
+			for i := range 2 {
+				text := fmt.Sprintf("%s-%d", sid, i)
+				r := structured[RunOut](t, call(t, cs, "run", map[string]any{"workspace": "demo", "session": sid, "command": "echo " + text}))
+				byID[r.CommandID] = text + "\n"
+			}
+		}
+		if len(byID) != 4 {
+			t.Fatalf("exp 4 distinct command ids, got %v", byID)
+		}
+		for id, exp := range byID {
+			if sid, _, _ := strings.Cut(id, ":"); strings.Contains(id, ":") != (sid == "s2") {
+				t.Fatalf("exp s2's ids, and only those, qualified: %q", id)
+			}
+			o := structured[CommandOutputOut](t, call(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": id, "stream": "stdout"}))
+			if o.Data != exp || o.CommandID != id {
+				t.Fatalf("command_output(%q): exp %q, got %+v", id, exp, o)
+			}
+			if !strings.Contains(mustOK(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": id, "stream": "stdout"}), "stdout of command "+id+" (") {
+				t.Fatalf("command_output(%q) names another command", id)
+			}
+		}
+		var s2 string
+		for id := range byID {
+			if strings.HasPrefix(id, "s2:") {
+				s2 = id
+			}
+		}
+		mustFail(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": s2, "session": "default", "stream": "stdout"},
+			"is a command of session \"s2\", but session is \"default\"")
+		mustFail(t, cs, "command_signal", map[string]any{"workspace": "demo", "command_id": s2, "session": "other", "signal": "INT"}, "leave session out")
+		mustFail(t, cs, "command_signal", map[string]any{"workspace": "demo", "command_id": s2, "signal": "INT"}, "not_running")
+	})
+
+	t.Run("offset past the end", func(t *testing.T) {
+		r := structured[RunOut](t, call(t, cs, "run", map[string]any{"workspace": "demo", "command": "echo 0123456789abcdefg"}))
+		res := call(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": r.CommandID, "stream": "stdout", "offset": 1000})
+		o := structured[CommandOutputOut](t, res)
+		if res.IsError || o.TotalBytes != 18 || o.StdoutBytes != 18 || o.NextOffset != 18 || o.Data != "" || !o.EOF {
+			t.Fatalf("exp the real size: %+v %s", o, textOf(res))
+		}
+		for _, part := range []string{"offset 1000 is past the end: stdout has 18 bytes", "offset below 18"} {
+			if !strings.Contains(textOf(res), part) {
+				t.Fatalf("exp %q in\n%s", part, textOf(res))
+			}
+		}
+		if strings.Contains(textOf(res), "of 1000") {
+			t.Fatalf("the offset is not the size: %s", textOf(res))
+		}
+		// At the very end is not past it.
+		if out := mustOK(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": r.CommandID, "stream": "stdout", "offset": 18}); !strings.Contains(out, "bytes 18 to 18 of 18") {
+			t.Fatalf("at the end: %s", out)
+		}
 	})
 
 	t.Run("files", func(t *testing.T) {
@@ -226,14 +287,22 @@ func TestMCPToolsAgainstSidecar(t *testing.T) {
 		if out := mustOK(t, cs, "file_list", map[string]any{"workspace": "demo"}); !strings.Contains(out, "\nsrc/") || !strings.Contains(out, "main.go  (42 bytes)") {
 			t.Fatalf("file_list: %s", out)
 		}
-		mustFail(t, cs, "file_read", map[string]any{"workspace": "demo", "path": "missing.txt"}, "not_found")
+		for _, tool := range []string{"file_read", "file_delete"} {
+			out := mustFail(t, cs, tool, map[string]any{"workspace": "demo", "path": "nosuch.txt"}, "no such file: nosuch.txt (code: not_found)")
+			if strings.Contains(out, "statat") {
+				t.Fatalf("%s: exp no system call in %q", tool, out)
+			}
+		}
+		mustFail(t, cs, "file_edit", map[string]any{"workspace": "demo", "path": "/workspace/src/nosuch.txt", "search": "a", "replace": "b"}, "no such file: src/nosuch.txt")
+		mustFail(t, cs, "file_list", map[string]any{"workspace": "demo", "path": "nosuch"}, "no such directory: nosuch")
+		mustFail(t, cs, "file_read", map[string]any{"workspace": "nope", "path": "a.txt"}, `no workspace "nope"`, "not_found")
 		mustFail(t, cs, "file_read", map[string]any{"workspace": "demo", "path": "src"}, "directory")
 		mustOK(t, cs, "run", map[string]any{"workspace": "demo", "command": "printf 'x\\0y' > bin.dat"})
 		if out := mustOK(t, cs, "file_read", map[string]any{"workspace": "demo", "path": "bin.dat"}); !strings.Contains(out, "binary file (3 bytes") {
 			t.Fatalf("file_read binary: %s", out)
 		}
 		mustOK(t, cs, "file_delete", map[string]any{"workspace": "demo", "path": "bin.dat"})
-		mustFail(t, cs, "file_delete", map[string]any{"workspace": "demo", "path": "bin.dat"}, "not_found")
+		mustFail(t, cs, "file_delete", map[string]any{"workspace": "demo", "path": "bin.dat"}, "no such file: bin.dat", "not_found")
 	})
 
 	t.Run("diff, commit, merge, log", func(t *testing.T) {
@@ -265,7 +334,10 @@ func TestMCPToolsAgainstSidecar(t *testing.T) {
 
 	t.Run("scratch workspace", func(t *testing.T) {
 		mustOK(t, cs, "workspace_create", map[string]any{"name": "scratch"})
-		mustFail(t, cs, "diff", map[string]any{"workspace": "scratch"}, "no_repository")
+		mustFail(t, cs, "diff", map[string]any{"workspace": "scratch"}, "no_repository", "log works on any workspace")
+		if out := mustOK(t, cs, "log", map[string]any{"workspace": "scratch"}); !strings.Contains(out, "create") {
+			t.Fatalf("log of a workspace without repo: %s", out)
+		}
 		mustOK(t, cs, "workspace_delete", map[string]any{"id": "scratch"})
 		mustFail(t, cs, "run", map[string]any{"workspace": "scratch", "command": "true"}, "not_found")
 	})

@@ -36,6 +36,7 @@ func (s *server) addRunTools(ms *mcp.Server) {
 		Title: "Read a command's output",
 		Description: "Read a command's stdout or stderr from a byte offset: the rest of output run cut short, or the output of a command started with background=true. " +
 			"Also reports whether the command is still running and its exit code. " +
+			"Pass command_id exactly as run returned it (\"3\", or \"build:3\" for a command of session build: the id names its session). " +
 			"Pass next_offset from the answer to read on; with wait_ms, it first waits (up to that long) for a running command to finish.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.commandOutput)
@@ -44,6 +45,7 @@ func (s *server) addRunTools(ms *mcp.Server) {
 		Title: "Signal a running command",
 		Description: "Send a signal to a running command (one started with background=true, or a run in another session): " +
 			"INT to interrupt it like Ctrl-C, TERM to ask it to stop, KILL to force it. The session's shell survives. " +
+			"Pass command_id exactly as run returned it (\"build:3\" names session build). " +
 			"Reports whether the command ended shortly after.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 	}, s.commandSignal)
@@ -73,11 +75,12 @@ func (s *server) run(ctx context.Context, in RunIn) (string, RunOut, error) {
 			return "", RunOut{}, err
 		}
 		out.Background = true
+		out.CommandID = qualifyID(sid, out.CommandID)
 		text := fmt.Sprintf("Started command %s in the background (session %q).\n"+
-			"Read its output and status: command_output(workspace=%q, command_id=%q, stream=\"stdout\"%s) and the same with stream=\"stderr\"; add wait_ms to wait for it to finish.\n"+
-			"Stop it: command_signal(workspace=%q, command_id=%q, signal=\"INT\"%s).\n"+
+			"Read its output and status: command_output(workspace=%q, command_id=%q, stream=\"stdout\") and the same with stream=\"stderr\"; add wait_ms to wait for it to finish.\n"+
+			"Stop it: command_signal(workspace=%q, command_id=%q, signal=\"INT\").\n"+
 			"The session is busy until it ends: run other commands in another session.",
-			out.CommandID, sid, in.Workspace, out.CommandID, sessionArg(sid), in.Workspace, out.CommandID, sessionArg(sid))
+			out.CommandID, sid, in.Workspace, out.CommandID, in.Workspace, out.CommandID)
 		if fresh {
 			text += "\n" + freshNote(sid)
 		}
@@ -156,16 +159,17 @@ func freshNote(sid string) string {
 // runResult shapes an exec result for the model.
 func (s *server) runResult(ws, sid string, timeoutMS int64, res client.ExecResult) (string, RunOut, error) {
 	code := res.ExitCode
+	cid := qualifyID(sid, res.CommandID)
 	out := RunOut{
-		Workspace: ws, Session: sid, CommandID: res.CommandID, ExitCode: &code,
+		Workspace: ws, Session: sid, CommandID: cid, ExitCode: &code,
 		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		Cwd: res.Cwd, TimedOut: res.TimedOut, Interrupted: res.Interrupted,
 		SessionEnded: res.SessionEnded, Notice: res.Notice, DurationMS: int64(res.DurationMS),
 	}
 	more := func(stream string) func(int64) string {
 		return func(off int64) string {
-			return fmt.Sprintf("read them with command_output(workspace=%q, command_id=%q, stream=%q, offset=%d%s)",
-				ws, res.CommandID, stream, off, sessionArg(sid))
+			return fmt.Sprintf("read them with command_output(workspace=%q, command_id=%q, stream=%q, offset=%d)",
+				ws, cid, stream, off)
 		}
 	}
 	var notes []string
@@ -178,8 +182,8 @@ func (s *server) runResult(ws, sid string, timeoutMS int64, res client.ExecResul
 	}{{"stdout", badOut}, {"stderr", badErr}} {
 		if bad.is {
 			notes = append(notes, fmt.Sprintf("%s is not valid UTF-8 (binary output?): invalid bytes are shown as \uFFFD; "+
-				"command_output(workspace=%q, command_id=%q, stream=%q, encoding=\"base64\"%s) returns the exact bytes.",
-				bad.stream, ws, res.CommandID, bad.stream, sessionArg(sid)))
+				"command_output(workspace=%q, command_id=%q, stream=%q, encoding=\"base64\") returns the exact bytes.",
+				bad.stream, ws, cid, bad.stream))
 		}
 	}
 	if res.TimedOut {
@@ -205,7 +209,7 @@ func (s *server) runResult(ws, sid string, timeoutMS int64, res client.ExecResul
 	if res.Cwd != "" {
 		fmt.Fprintf(&b, " | cwd %s", res.Cwd)
 	}
-	fmt.Fprintf(&b, " | %s | command_id %s\n", formatDuration(res.DurationMS), res.CommandID)
+	fmt.Fprintf(&b, " | %s | command_id %s\n", formatDuration(res.DurationMS), cid)
 	section := func(name, text string) {
 		if text == "" {
 			return
@@ -247,15 +251,6 @@ func tailData(text, b64 string) []byte {
 	return []byte(text)
 }
 
-// sessionArg is `, session="x"` for instructions naming a session other
-// than the default.
-func sessionArg(sid string) string {
-	if sid == defaultSession {
-		return ""
-	}
-	return fmt.Sprintf(", session=%q", sid)
-}
-
 func formatDuration(ms float64) string {
 	d := time.Duration(ms * float64(time.Millisecond))
 	switch {
@@ -268,7 +263,8 @@ func formatDuration(ms float64) string {
 }
 
 func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string, CommandOutputOut, error) {
-	if err := commandArgs(in.Workspace, in.CommandID); err != nil {
+	sid, num, err := commandArgs(in.Workspace, in.CommandID, in.Session)
+	if err != nil {
 		return "", CommandOutputOut{}, err
 	}
 	switch {
@@ -283,7 +279,7 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	case in.Encoding != "" && in.Encoding != "text" && in.Encoding != "base64":
 		return "", CommandOutputOut{}, argErrorf("encoding must be \"text\" or \"base64\", got %q", in.Encoding)
 	}
-	sid := firstNonEmpty(in.Session, defaultSession)
+	cid := qualifyID(sid, num)
 	limit := in.MaxBytes
 	if limit == 0 {
 		limit = s.opts.ReadChunk
@@ -294,7 +290,7 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	if in.WaitMS > 0 {
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(in.WaitMS)*time.Millisecond)
 		err := s.call(wctx, func(c *client.Client) error {
-			_, err := c.Wait(wctx, in.Workspace, sid, in.CommandID)
+			_, err := c.Wait(wctx, in.Workspace, sid, num)
 			return err
 		})
 		cancel()
@@ -305,8 +301,8 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	cctx, cancel := s.callCtx(ctx)
 	defer cancel()
 	var data []byte
-	err := s.call(cctx, func(c *client.Client) error {
-		rc, err := c.OpenOutput(cctx, in.Workspace, sid, in.CommandID, in.Stream, in.Offset, false)
+	err = s.call(cctx, func(c *client.Client) error {
+		rc, err := c.OpenOutput(cctx, in.Workspace, sid, num, in.Stream, in.Offset, false)
 		if err != nil {
 			return err
 		}
@@ -322,7 +318,7 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	}
 	var cmd client.Command
 	err = s.call(cctx, func(c *client.Client) (err error) {
-		cmd, err = c.GetCommand(cctx, in.Workspace, sid, in.CommandID)
+		cmd, err = c.GetCommand(cctx, in.Workspace, sid, num)
 		return err
 	})
 	if err != nil {
@@ -333,8 +329,13 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 		total = cmd.StderrBytes
 	}
 	next := in.Offset + int64(len(data))
+	// An offset past the end reads nothing; the next read starts at the end.
+	pastEnd := len(data) == 0 && in.Offset > total
+	if pastEnd {
+		next = total
+	}
 	out := CommandOutputOut{
-		CommandID: in.CommandID, Stream: in.Stream, State: cmd.State, ExitCode: cmd.ExitCode,
+		CommandID: cid, Stream: in.Stream, State: cmd.State, ExitCode: cmd.ExitCode,
 		Offset: in.Offset, NextOffset: next, TotalBytes: max(total, next),
 		EOF: cmd.State != "running" && next >= total, Encoding: enc,
 		StdoutBytes: cmd.StdoutBytes, StderrBytes: cmd.StderrBytes,
@@ -347,8 +348,16 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s of command %s (%s", in.Stream, in.CommandID, commandState(cmd))
-	fmt.Fprintf(&b, "): bytes %d to %d of %d", in.Offset, next, out.TotalBytes)
+	fmt.Fprintf(&b, "%s of command %s (%s", in.Stream, cid, commandState(cmd))
+	if pastEnd {
+		soFar := ""
+		if cmd.State == "running" {
+			soFar = " so far"
+		}
+		fmt.Fprintf(&b, "): offset %d is past the end: %s has %d byte%s%s", in.Offset, in.Stream, total, plural(int(total)), soFar)
+	} else {
+		fmt.Fprintf(&b, "): bytes %d to %d of %d", in.Offset, next, out.TotalBytes)
+	}
 	if enc == "base64" {
 		b.WriteString(", base64")
 	}
@@ -365,6 +374,8 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 		fmt.Fprintf(&b, "[%d more bytes: command_output(..., offset=%d)]", out.TotalBytes-next, next)
 	case cmd.State == "running":
 		fmt.Fprintf(&b, "[the command is still running: call again with offset=%d for new output, with wait_ms to wait for it]", next)
+	case pastEnd && total > 0:
+		fmt.Fprintf(&b, "[end of output: pass an offset below %d to read it, e.g. offset=0]", total)
 	default:
 		b.WriteString("[end of output]")
 	}
@@ -391,11 +402,53 @@ func commandState(cmd client.Command) string {
 	return cmd.State
 }
 
-func commandArgs(ws, cid string) error {
+// commandArgs checks command_output's and command_signal's workspace,
+// command_id and session, and returns the session and the sidecar's id
+// of the command.
+func commandArgs(ws, id, session string) (sid, num string, err error) {
 	if err := required("workspace", ws, "the workspace's name or id"); err != nil {
-		return err
+		return "", "", err
 	}
-	return required("command_id", cid, "the command's id, from run")
+	if err := required("command_id", id, "the command's id, from run"); err != nil {
+		return "", "", err
+	}
+	return commandRef(id, session)
+}
+
+// commandIDSep joins a session and the sidecar's number of a command in
+// the command ids a model sees: "build:3" is command 3 of session build.
+// The sidecar numbers commands per session, so a bare "3" alone would
+// name a different command in each session. Session ids cannot hold the
+// separator (session.ValidateID: A-Z a-z 0-9 . _ -).
+const commandIDSep = ":"
+
+// qualifyID is the id a model sees for command num of session sid: num
+// itself in the default session, "sid:num" in any other.
+func qualifyID(sid, num string) string {
+	if sid == defaultSession {
+		return num
+	}
+	return sid + commandIDSep + num
+}
+
+// commandRef resolves a command_id and the optional session argument to a
+// session and the sidecar's id of the command. A qualified id ("build:3")
+// names its session, and a session argument naming another is an error; a
+// bare id ("3") is in session, by default "default".
+func commandRef(id, session string) (sid, num string, err error) {
+	sess, num, qualified := strings.Cut(id, commandIDSep)
+	if !qualified {
+		return firstNonEmpty(session, defaultSession), id, nil
+	}
+	switch {
+	case sess == "":
+		return "", "", argErrorf("command_id %q has no session before %q: pass the command_id run returned", id, commandIDSep)
+	case num == "":
+		return "", "", argErrorf("command_id %q has no command number after %q: pass the command_id run returned", id, commandIDSep)
+	case session != "" && session != sess:
+		return "", "", argErrorf("command_id %q is a command of session %q, but session is %q: leave session out, the command_id names its session", id, sess, session)
+	}
+	return sess, num, nil
 }
 
 // signals are those the sidecar accepts.
@@ -413,18 +466,19 @@ func normalizeSignal(sig string) (string, error) {
 }
 
 func (s *server) commandSignal(ctx context.Context, in CommandSignalIn) (string, CommandSignalOut, error) {
-	if err := commandArgs(in.Workspace, in.CommandID); err != nil {
+	sid, num, err := commandArgs(in.Workspace, in.CommandID, in.Session)
+	if err != nil {
 		return "", CommandSignalOut{}, err
 	}
 	sig, err := normalizeSignal(in.Signal)
 	if err != nil {
 		return "", CommandSignalOut{}, err
 	}
-	sid := firstNonEmpty(in.Session, defaultSession)
+	cid := qualifyID(sid, num)
 	cctx, cancel := s.callCtx(ctx)
 	defer cancel()
 	err = s.call(cctx, func(c *client.Client) error {
-		return c.Signal(cctx, in.Workspace, sid, in.CommandID, sig)
+		return c.Signal(cctx, in.Workspace, sid, num, sig)
 	})
 	if err != nil {
 		return "", CommandSignalOut{}, err
@@ -432,21 +486,21 @@ func (s *server) commandSignal(ctx context.Context, in CommandSignalIn) (string,
 	wctx, wcancel := context.WithTimeout(ctx, s.opts.SignalWait)
 	var cmd client.Command
 	err = s.call(wctx, func(c *client.Client) (err error) {
-		cmd, err = c.Wait(wctx, in.Workspace, sid, in.CommandID)
+		cmd, err = c.Wait(wctx, in.Workspace, sid, num)
 		return err
 	})
 	wcancel()
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = s.call(cctx, func(c *client.Client) (err error) {
-			cmd, err = c.GetCommand(cctx, in.Workspace, sid, in.CommandID)
+			cmd, err = c.GetCommand(cctx, in.Workspace, sid, num)
 			return err
 		})
 	}
 	if err != nil {
 		return "", CommandSignalOut{}, err
 	}
-	out := CommandSignalOut{CommandID: in.CommandID, Signal: sig, State: cmd.State, ExitCode: cmd.ExitCode}
-	text := fmt.Sprintf("Sent %s to command %s; it is now %s.", sig, in.CommandID, commandState(cmd))
+	out := CommandSignalOut{CommandID: cid, Signal: sig, State: cmd.State, ExitCode: cmd.ExitCode}
+	text := fmt.Sprintf("Sent %s to command %s; it is now %s.", sig, cid, commandState(cmd))
 	if cmd.State == "running" {
 		text += " Check again with command_output(wait_ms=...), or send TERM or KILL."
 	}

@@ -210,7 +210,10 @@ func TestMCPArgumentValidation(t *testing.T) {
 		{"command_output", map[string]any{"workspace": "w", "command_id": "", "stream": "stdout"}, []string{"command_id is required"}},
 		{"command_output", map[string]any{"workspace": "w", "command_id": "c", "stream": "stdout", "offset": -5}, []string{"offset must not be negative"}},
 		{"command_output", map[string]any{"workspace": "w", "command_id": "c", "stream": "stdout", "encoding": "hex"}, []string{"encoding"}},
+		{"command_output", map[string]any{"workspace": "w", "command_id": "build:3", "stream": "stdout", "session": "default"}, []string{`command_id "build:3" is a command of session "build", but session is "default"`}},
+		{"command_output", map[string]any{"workspace": "w", "command_id": ":3", "stream": "stdout"}, []string{"no session before"}},
 		{"command_signal", map[string]any{"workspace": "w", "command_id": "c", "signal": "STOP"}, []string{"signal must be one of INT, TERM, KILL"}},
+		{"command_signal", map[string]any{"workspace": "w", "command_id": "build:3", "signal": "INT", "session": "other"}, []string{"leave session out"}},
 		{"file_read", map[string]any{"workspace": "w", "path": "/etc/passwd"}, []string{"outside /workspace", "use run"}},
 		{"file_read", map[string]any{"workspace": "w", "path": "a", "start_line": 5, "end_line": 2}, []string{"end_line (2) is before start_line (5)"}},
 		{"file_read", map[string]any{"workspace": "w", "path": "a", "start_line": -1}, []string{"start_line must be 1 or more"}},
@@ -252,7 +255,10 @@ func TestMCPSidecarErrorsAreToolErrors(t *testing.T) {
 	cs := connect(t, client.New(f.URL, "tok", nil), Options{})
 	mustFail(t, cs, "run", map[string]any{"workspace": "nope", "command": "ls"}, `no workspace "nope"`, "not_found")
 	mustFail(t, cs, "run", map[string]any{"workspace": "w", "command": "ls"}, "running another command", "busy", "command_signal")
-	mustFail(t, cs, "diff", map[string]any{"workspace": "scratch"}, "without a repo", "no_repository", "workspace_create(repo=...)")
+	out := mustFail(t, cs, "diff", map[string]any{"workspace": "scratch"}, "without a repo", "no_repository", "workspace_create(repo=...)", "log works on any workspace")
+	if strings.Contains(out, "and log need") {
+		t.Fatalf("log works without a repository: %s", out)
+	}
 	mustFail(t, cs, "file_read", map[string]any{"workspace": "w", "path": "a"}, "bad gateway", "http_502")
 	if out := mustOK(t, cs, "workspace_list", nil); !strings.Contains(out, "demo (id ws1): running") {
 		t.Fatalf("exp the workspace listed, got %q", out)
@@ -310,25 +316,27 @@ func TestMCPRunResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *out.ExitCode != 3 || out.Cwd != "/tmp" || out.CommandID != "c1" || out.StdoutBytes != int64(len(data)) {
+	if *out.ExitCode != 3 || out.Cwd != "/tmp" || out.CommandID != "build:c1" || out.StdoutBytes != int64(len(data)) {
 		t.Fatalf("got %+v", out)
 	}
 	if int64(len(out.Stdout)) > 200 || out.StdoutOmitted < int64(len(data))-40 {
 		t.Fatalf("stdout not cut: %d bytes shown, %d omitted", len(out.Stdout), out.StdoutOmitted)
 	}
 	for _, part := range []string{
-		"exit code 3 | cwd /tmp | 1.5 s | command_id c1",
+		"exit code 3 | cwd /tmp | 1.5 s | command_id build:c1",
 		"--- stdout ---\n",
 		`bytes omitted (bytes `,
-		`read them with command_output(workspace="w", command_id="c1", stream="stdout", offset=`,
-		`session="build")`,
+		`read them with command_output(workspace="w", command_id="build:c1", stream="stdout", offset=`,
 		"--- stderr ---\nwarn\uFFFD\n",
 		`stderr is not valid UTF-8`,
-		`encoding="base64"`,
+		`command_output(workspace="w", command_id="build:c1", stream="stderr", encoding="base64")`,
 	} {
 		if !strings.Contains(text, part) {
 			t.Fatalf("exp %q in\n%s", part, text)
 		}
+	}
+	if strings.Contains(text, "session=") {
+		t.Fatalf("the command id names its session: no session argument needed in\n%s", text)
 	}
 	// The marker's offset is where the omitted bytes start.
 	i := strings.Index(text, "offset=")
@@ -348,7 +356,10 @@ func TestMCPRunResult(t *testing.T) {
 	}
 
 	t.Run("timed out, session ended", func(t *testing.T) {
-		text, _, _ := s.runResult("w", "default", 300, client.ExecResult{CommandID: "c2", ExitCode: 130, TimedOut: true, Interrupted: true, SessionEnded: true})
+		text, out, _ := s.runResult("w", "default", 300, client.ExecResult{CommandID: "c2", ExitCode: 130, TimedOut: true, Interrupted: true, SessionEnded: true})
+		if out.CommandID != "c2" || !strings.Contains(text, "command_id c2\n") {
+			t.Fatalf("exp the default session's id unqualified, got %q in\n%s", out.CommandID, text)
+		}
 		if strings.Contains(text, "kept its state") {
 			t.Fatalf("an ended session kept nothing:\n%s", text)
 		}

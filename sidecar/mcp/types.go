@@ -59,7 +59,7 @@ type RunIn struct {
 type RunOut struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace."`
 	Session   string `json:"session" jsonschema:"The session the command ran in."`
-	CommandID string `json:"command_id" jsonschema:"The command's id, for command_output and command_signal."`
+	CommandID string `json:"command_id" jsonschema:"The command's id, for command_output and command_signal: a number (\"3\") in the default session, the session and a number (\"build:3\") in any other."`
 	// Background: started, not finished; the fields below are empty.
 	Background bool   `json:"background" jsonschema:"The command was started in the background and may still run."`
 	ExitCode   *int   `json:"exit_code,omitempty" jsonschema:"The command's exit status (128+N when killed by signal N)."`
@@ -81,10 +81,10 @@ type RunOut struct {
 // CommandOutputIn is command_output's arguments.
 type CommandOutputIn struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace's name or id."`
-	CommandID string `json:"command_id" jsonschema:"The command's id, from run."`
+	CommandID string `json:"command_id" jsonschema:"The command's id, exactly as run returned it: \"3\" in the default session, \"build:3\" in session build."`
 	Stream    string `json:"stream" jsonschema:"Which output: stdout or stderr."`
 	Offset    int64  `json:"offset,omitempty" jsonschema:"Byte offset to read from (default 0): the offset an omission marker names, or next_offset of the previous call."`
-	Session   string `json:"session,omitempty" jsonschema:"The session the command ran in (default \"default\")."`
+	Session   string `json:"session,omitempty" jsonschema:"Not needed: command_id names its session. For a bare number, the session it is in (default \"default\")."`
 	MaxBytes  int    `json:"max_bytes,omitempty" jsonschema:"Most bytes to return (default 32768)."`
 	WaitMS    int64  `json:"wait_ms,omitempty" jsonschema:"If the command is still running, first wait up to this many milliseconds for it to finish (default 0: do not wait)."`
 	Encoding  string `json:"encoding,omitempty" jsonschema:"text (default; invalid UTF-8 shown as U+FFFD) or base64 (the exact bytes)."`
@@ -92,12 +92,12 @@ type CommandOutputIn struct {
 
 // CommandOutputOut is command_output's result.
 type CommandOutputOut struct {
-	CommandID   string `json:"command_id" jsonschema:"The command."`
+	CommandID   string `json:"command_id" jsonschema:"The command (session:number outside the default session)."`
 	Stream      string `json:"stream" jsonschema:"stdout or stderr."`
 	State       string `json:"state" jsonschema:"running, finished or lost."`
 	ExitCode    *int   `json:"exit_code,omitempty" jsonschema:"The exit status, once finished."`
 	Offset      int64  `json:"offset" jsonschema:"Offset of the first byte returned."`
-	NextOffset  int64  `json:"next_offset" jsonschema:"Offset to read from next."`
+	NextOffset  int64  `json:"next_offset" jsonschema:"Offset to read from next (the stream's end when offset was past it)."`
 	TotalBytes  int64  `json:"total_bytes" jsonschema:"The stream's size so far."`
 	EOF         bool   `json:"eof" jsonschema:"The command has finished and everything up to the end was read."`
 	Data        string `json:"data" jsonschema:"The bytes read, as text or base64 (see encoding)."`
@@ -109,14 +109,14 @@ type CommandOutputOut struct {
 // CommandSignalIn is command_signal's arguments.
 type CommandSignalIn struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace's name or id."`
-	CommandID string `json:"command_id" jsonschema:"The running command's id, from run."`
+	CommandID string `json:"command_id" jsonschema:"The running command's id, exactly as run returned it: \"3\" in the default session, \"build:3\" in session build."`
 	Signal    string `json:"signal" jsonschema:"INT (like Ctrl-C), TERM, KILL, HUP, QUIT, USR1 or USR2."`
-	Session   string `json:"session,omitempty" jsonschema:"The session the command runs in (default \"default\")."`
+	Session   string `json:"session,omitempty" jsonschema:"Not needed: command_id names its session. For a bare number, the session it runs in (default \"default\")."`
 }
 
 // CommandSignalOut is command_signal's result.
 type CommandSignalOut struct {
-	CommandID string `json:"command_id" jsonschema:"The command."`
+	CommandID string `json:"command_id" jsonschema:"The command (session:number outside the default session)."`
 	Signal    string `json:"signal" jsonschema:"The signal sent."`
 	State     string `json:"state" jsonschema:"The command's state after a short wait: running, finished or lost."`
 	ExitCode  *int   `json:"exit_code,omitempty" jsonschema:"The exit status, if it finished."`
