@@ -140,6 +140,9 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 			r.logger.Warn("rollback: remove worktree", "path", ws.Path, "err", err)
 		}
 	})
+	if ws.GitDir, err = r.adminDir(ws.Path); err != nil {
+		return Workspace{}, err
+	}
 
 	if err := r.writeState(ctx, ws.Commit, stateOf(ws)); err != nil {
 		return Workspace{}, err

@@ -46,6 +46,9 @@ type runner struct {
 	path   string
 	env    []string
 	logger *slog.Logger
+	// pin returns variables that pin git to the right repository for a
+	// command run in dir (see pin.go); nil until the Repo is known.
+	pin func(dir string) ([]string, error)
 }
 
 // gitCmd is one git invocation.
@@ -100,6 +103,13 @@ func (g *runner) run(ctx context.Context, c gitCmd) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, g.path, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(slices.Clip(g.env), c.env...)
+	if g.pin != nil {
+		pins, err := g.pin(c.dir)
+		if err != nil {
+			return nil, fmt.Errorf("git %s: %w", firstArg(c.args), err)
+		}
+		cmd.Env = append(cmd.Env, pins...)
+	}
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	}

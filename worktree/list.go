@@ -88,6 +88,9 @@ func (r *Repo) workspace(ns noteState, wts []worktreeEntry, heads map[string]str
 		}
 	}
 	ws.Missing = !isWorktreeDir(ws.Path)
+	if !ws.Missing {
+		ws.GitDir, _ = r.adminDir(ws.Path)
+	}
 	return ws
 }
 

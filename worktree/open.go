@@ -93,7 +93,7 @@ func Open(ctx context.Context, cfg Config, path string) (*Repo, error) {
 		return nil, fmt.Errorf("open %s: %w: state dir %s is inside the repository's working tree %s; worktrees there would show up in the user's tree", path, ErrUnsupported, stateDir, root)
 	}
 
-	return &Repo{
+	r := &Repo{
 		cfg:       cfg,
 		git:       git,
 		logger:    logger.With("repo", root),
@@ -102,7 +102,9 @@ func Open(ctx context.Context, cfg Config, path string) (*Repo, error) {
 		key:       key,
 		wtRoot:    wtRoot,
 		lock:      lockFor(common, filepath.Join(common, lockFile)),
-	}, nil
+	}
+	git.pin = r.pinEnv
+	return r, nil
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -68,6 +68,9 @@ func (r *Repo) repair(ctx context.Context, nameOrID string) (Workspace, error) {
 		return Workspace{}, fmt.Errorf("worktree add %s: %w", ws.Path, err)
 	}
 	ws.Missing = false
+	if ws.GitDir, err = r.adminDir(ws.Path); err != nil {
+		return Workspace{}, err
+	}
 	r.logEvent(ctx, ws, Event{Kind: EventRepaired, Message: repaired + " at " + ws.Path})
 	r.logger.Info("workspace repaired", "workspace", ws.Name, "path", ws.Path)
 	return ws, nil

@@ -42,6 +42,7 @@ type Workspace struct {
 	Path         string          `json:"path"`           // the worktree directory
 	Repo         string          `json:"repo"`           // top level of the user's main working tree
 	GitCommonDir string          `json:"git_common_dir"` // absolute path of the repository's common git dir
+	GitDir       string          `json:"git_dir"`        // the worktree's own git dir (<common>/worktrees/...); "" while Missing
 	BaseRef      string          `json:"base_ref"`       // full ref the workspace started from ("refs/heads/main"); "" for a detached HEAD or a bare commit
 	BaseCommit   string          `json:"base_commit"`    // commit the workspace started from
 	Commit       string          `json:"commit"`         // the workspace's initial empty commit; its notes hold the state
