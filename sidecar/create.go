@@ -153,6 +153,7 @@ func (s *Service) createWorkspace(ctx context.Context, req client.CreateWorkspac
 		meta.Branch = wt.Branch
 		meta.Worktree = wt.Path
 		meta.GitCommonDir = wt.GitCommonDir
+		meta.GitDir = wt.GitDir
 		meta.Base = wt.BaseRef
 		if meta.Base == "" {
 			meta.Base = req.Base
@@ -211,11 +212,7 @@ func (w *workspace) containerSpec() container.Spec {
 		{Source: m.Worktree, Target: workdir},
 		{Source: w.sessionsDir(), Target: w.sessionsDir()},
 	}
-	if m.GitCommonDir != "" {
-		// A worktree's .git file points at the repository's git directory
-		// by absolute path: mount it there so git works inside.
-		mounts = append(mounts, container.Mount{Source: m.GitCommonDir, Target: m.GitCommonDir})
-	}
+	mounts = append(mounts, gitMounts(m.GitCommonDir, m.GitDir, m.Worktree)...)
 	return container.Spec{
 		WorkspaceID: m.ID,
 		Name:        m.Name,
@@ -230,6 +227,39 @@ func (w *workspace) containerSpec() container.Spec {
 		Mounts:      mounts,
 		WorkingDir:  workdir,
 	}
+}
+
+// gitMounts makes git work inside a workspace's container: a worktree's
+// .git file points at the repository's git dir by absolute path, so it is
+// mounted there. Read-only, so that nothing in the workspace can change the
+// repository's config, hooks or info/ (which git run on the host, by patina
+// or by the user, would obey); writable are only what committing needs:
+// objects, refs and their logs, and the worktree's own git dir (index,
+// HEAD). Directories missing from the repository are made first (a bind
+// mount needs its source).
+func gitMounts(common, own, worktree string) []container.Mount {
+	if common == "" {
+		return nil
+	}
+	if own == "" {
+		// Recorded before the worktree's git dir was (or git says nothing):
+		// the dir git worktree add makes.
+		own = filepath.Join(common, "worktrees", filepath.Base(worktree))
+	}
+	mounts := []container.Mount{{Source: common, Target: common, ReadOnly: true}}
+	for _, dir := range []string{"objects", "refs", "logs", "reftable"} {
+		p := filepath.Join(common, dir)
+		if dir != "reftable" {
+			_ = os.MkdirAll(p, 0o755)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			mounts = append(mounts, container.Mount{Source: p, Target: p})
+		}
+	}
+	if fi, err := os.Stat(own); err == nil && fi.IsDir() {
+		mounts = append(mounts, container.Mount{Source: own, Target: own})
+	}
+	return mounts
 }
 
 // prepareContainer gives a new container a git identity (system level, so

@@ -44,6 +44,7 @@ type wsMeta struct {
 	Branch       string            `json:"branch,omitempty"`
 	Worktree     string            `json:"worktree"`
 	GitCommonDir string            `json:"git_common_dir,omitempty"`
+	GitDir       string            `json:"git_dir,omitempty"` // the worktree's own git dir
 	Base         string            `json:"base,omitempty"`
 	BaseCommit   string            `json:"base_commit,omitempty"`
 	Image        string            `json:"image"`

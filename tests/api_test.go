@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -257,5 +258,43 @@ func TestGitFlow(t *testing.T) {
 	}
 	if code, _ := h.Raw("GET", "/v1/workspaces/feature", "", nil, nil); code != http.StatusNotFound {
 		t.Fatalf("deleted workspace: %d", code)
+	}
+}
+
+// Code in a workspace cannot make git on the host run a command: the
+// repository's config, hooks and info/ are read-only in the container
+// (objects, refs and the worktree's own git dir stay writable, so git
+// works inside), and a filter configured anyway never runs on a diff.
+func TestWorkspaceCannotConfigureHostGit(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"main.go": "package main\n"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "sandboxed", Repo: repo})
+	marker := filepath.Join(t.TempDir(), "HOST_MARKER")
+	common := filepath.Join(repo, ".git")
+	for _, cmd := range []string{
+		"git config --file " + common + "/config filter.pw.clean 'sh -c \"touch " + marker + "; cat\"'",
+		"echo 'touch " + marker + "' > " + common + "/hooks/pre-commit",
+		"echo '*.pw filter=pw' > " + common + "/info/attributes",
+		"git config core.fsmonitor 'touch " + marker + "'",
+	} {
+		if res := h.Exec("sandboxed", "default", cmd); res.ExitCode == 0 {
+			t.Fatalf("exp %q to fail in the workspace, got %+v", cmd, res)
+		}
+	}
+	// git still works inside: status, branches, commits.
+	h.Out("sandboxed", "default", "echo '*.pw filter=pw' > .gitattributes; echo data > t.pw; git status --short >/dev/null && git checkout -q -b patina/topic && git add -A && git commit -qm inside && git checkout -q patina/sandboxed && git merge -q --ff-only patina/topic")
+	ctx := context.Background()
+	d, err := h.Client.Diff(ctx, "sandboxed")
+	if err != nil || !strings.Contains(d.Text, "+data") {
+		t.Fatalf("diff: %+v %v", d, err)
+	}
+	if cr, err := h.Client.Commit(ctx, "sandboxed", client.CommitRequest{Message: "x"}); err != nil || cr.Committed {
+		t.Fatalf("exp nothing left to commit, got %+v %v", cr, err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a command planted from the workspace ran on the host")
+	}
+	if out, _ := exec.Command("git", "-C", repo, "config", "--get-regexp", "filter").Output(); len(out) != 0 {
+		t.Fatalf("the repository's config was changed: %s", out)
 	}
 }
