@@ -25,9 +25,13 @@ type app struct {
 
 	// The global flags as given ("" when not given).
 	stateDir, addr, token string
-	// apiTimeout bounds every API call except exec, which runs as long as
-	// its command does.
-	apiTimeout time.Duration
+	// queryTimeout bounds the calls that only read (ws ls, ws show,
+	// sessions, history, ws log), which a working sidecar answers at once:
+	// a sidecar that accepts connections but answers nothing fails them
+	// soon. apiTimeout bounds the others, which may take long (ws create
+	// may pull an image), except exec, which runs as long as its command.
+	// Zero means no bound.
+	queryTimeout, apiTimeout time.Duration
 
 	// ranCommand is set once a command's RunE starts: an error before that
 	// is a usage error (unknown command or flag, wrong arguments).
@@ -38,13 +42,14 @@ type app struct {
 
 func newApp() *app {
 	return &app{
-		stdin:      os.Stdin,
-		stdout:     os.Stdout,
-		stderr:     os.Stderr,
-		getenv:     os.Getenv,
-		now:        time.Now,
-		executable: os.Executable,
-		apiTimeout: 5 * time.Minute,
+		stdin:        os.Stdin,
+		stdout:       os.Stdout,
+		stderr:       os.Stderr,
+		getenv:       os.Getenv,
+		now:          time.Now,
+		executable:   os.Executable,
+		queryTimeout: 30 * time.Second,
+		apiTimeout:   5 * time.Minute,
 	}
 }
 

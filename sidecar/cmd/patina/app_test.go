@@ -26,13 +26,14 @@ func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) c
 	}
 	var out, errb bytes.Buffer
 	a := &app{
-		stdin:      strings.NewReader(stdin),
-		stdout:     &out,
-		stderr:     &errb,
-		getenv:     func(k string) string { return env[k] },
-		now:        func() time.Time { return testNow },
-		executable: func() (string, error) { return "/nonexistent/patina", nil },
-		apiTimeout: 10 * time.Second,
+		stdin:        strings.NewReader(stdin),
+		stdout:       &out,
+		stderr:       &errb,
+		getenv:       func(k string) string { return env[k] },
+		now:          func() time.Time { return testNow },
+		executable:   func() (string, error) { return "/nonexistent/patina", nil },
+		queryTimeout: 10 * time.Second,
+		apiTimeout:   10 * time.Second,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

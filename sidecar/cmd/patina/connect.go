@@ -170,9 +170,27 @@ func (a *app) client() (*client.Client, error) {
 	return client.New(c.Addr, c.Token, hc), nil
 }
 
-// apiContext bounds a short API call (anything but exec).
+// callContext bounds one API call by d (zero: no bound).
+func callContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// apiContext bounds an API call that may take long (anything but exec and
+// the read-only queries).
 func (a *app) apiContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, a.apiTimeout)
+	return callContext(ctx, a.apiTimeout)
+}
+
+// noAnswer marks err as the sidecar not answering within d when the bound
+// of ctx (made by callContext) is what ended the call.
+func noAnswer(ctx context.Context, d time.Duration, err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &noAnswerError{after: d, err: err}
+	}
+	return err
 }
 
 func firstNonEmpty(ss ...string) string {
@@ -184,22 +202,29 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// withClient runs fn with a client of the sidecar and a context bounded
-// for one API call.
+// withClient runs fn with a client of the sidecar and a context bounded by
+// the timeout of calls that may take long.
 func (a *app) withClient(cmd *cobra.Command, fn func(context.Context, *client.Client) error) error {
+	return a.withClientWithin(cmd, a.apiTimeout, fn)
+}
+
+// withClientWithin runs fn with a client of the sidecar and a context
+// bounded by d.
+func (a *app) withClientWithin(cmd *cobra.Command, d time.Duration, fn func(context.Context, *client.Client) error) error {
 	c, err := a.client()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := a.apiContext(cmd.Context())
+	ctx, cancel := callContext(cmd.Context(), d)
 	defer cancel()
-	return fn(ctx, c)
+	return noAnswer(ctx, d, fn(ctx, c))
 }
 
-// query fetches something from the sidecar and prints it: as JSON with
-// --json, else with text. Most read-only commands are this.
+// query fetches something from the sidecar, which should answer at once
+// (within queryTimeout), and prints it: as JSON with --json, else with
+// text. Most read-only commands are this.
 func query[T any](a *app, cmd *cobra.Command, asJSON bool, fetch func(context.Context, *client.Client) (T, error), text func(io.Writer, T) error) error {
-	return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+	return a.withClientWithin(cmd, a.queryTimeout, func(ctx context.Context, c *client.Client) error {
 		v, err := fetch(ctx, c)
 		if err != nil {
 			return err

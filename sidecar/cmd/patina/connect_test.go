@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestResolveConnection(t *testing.T) {
@@ -148,5 +153,57 @@ func TestRmSeveral(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, `patina: rm nope: not found`) {
 		t.Errorf("unexpected stderr %q", r.stderr)
+	}
+}
+
+// TestNoAnswer: a sidecar address that accepts connections but never
+// answers fails a query within queryTimeout, saying so.
+func TestNoAnswer(t *testing.T) {
+	if d := newApp().queryTimeout; d <= 0 || d > 30*time.Second {
+		t.Errorf("exp queries bounded by at most 30s, got %s", d)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	addr := ln.Addr().String()
+	env := map[string]string{envStateDir: t.TempDir(), envAddr: addr}
+	var out, errb bytes.Buffer
+	a := &app{
+		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv:       func(k string) string { return env[k] },
+		now:          time.Now,
+		queryTimeout: 300 * time.Millisecond,
+		apiTimeout:   time.Hour,
+	}
+	start := time.Now()
+	code := run(context.Background(), []string{"ws", "ls"}, a)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("exp ws ls to give up after about 300ms, took %s", took)
+	}
+	exp := "patina: the sidecar at " + addr + " (from PATINA_ADDR) did not answer within 300ms.\n"
+	if code != exitFailure || !strings.HasPrefix(errb.String(), exp) {
+		t.Errorf("exp exit 1 and %q, got %d and %q", exp, code, errb.String())
 	}
 }

@@ -232,7 +232,7 @@ func TestE2ERepoWorkspace(t *testing.T) {
 	s.ok("ws", "create", "--name", "feature", "--repo", repo)
 	s.ok("exec", "feature", "--", "echo world >> README && echo new > NEW")
 
-	if out := s.ok("ws", "diff", "feature", "--stat"); !strings.Contains(out, "README") || !strings.Contains(out, "2 files changed") {
+	if out := s.ok("ws", "diff", "feature", "--stat"); !strings.Contains(out, "README") || !strings.Contains(out, "2 files changed, 2 insertions(+), 0 deletions(-)") {
 		t.Errorf("unexpected diff --stat:\n%s", out)
 	}
 	if out := s.ok("ws", "diff", "feature"); !strings.Contains(out, "+world") {
@@ -243,6 +243,13 @@ func TestE2ERepoWorkspace(t *testing.T) {
 	}
 	if out := s.ok("ws", "commit", "feature", "-m", "again"); out != "nothing to commit\n" {
 		t.Errorf("unexpected second commit output %q", out)
+	}
+	// A branch that does not exist: the message names the workspace and
+	// the repository, not the workspace's id or the sidecar's packages.
+	r := s.patina("ws", "merge", "feature", "--into", "nosuch")
+	if r.code != exitFailure || !strings.HasPrefix(r.stderr, "patina: merge feature: "+repo+` has no branch "nosuch" to merge into.`) ||
+		strings.Contains(r.stderr, "worktree:") {
+		t.Errorf("unexpected merge --into nosuch: %d, %q", r.code, r.stderr)
 	}
 	if out := s.ok("ws", "merge", "feature"); !strings.Contains(out, "main") {
 		t.Errorf("unexpected merge output %q", out)
@@ -264,10 +271,92 @@ func TestE2ERepoWorkspace(t *testing.T) {
 	if err := json.Unmarshal([]byte(s.ok("ws", "log", "feature", "--json")), &entries); err != nil || len(entries) == 0 {
 		t.Errorf("ws log --json: %v, %d entries", err, len(entries))
 	}
+	// apply --json: what was staged in the user's working tree.
+	s.ok("exec", "feature", "--", "echo more >> README")
+	var applied client.ApplyResult
+	if err := json.Unmarshal([]byte(s.ok("ws", "apply", "feature", "--json")), &applied); err != nil {
+		t.Fatalf("ws apply --json: %v", err)
+	}
+	if applied.Dir != repo || len(applied.Files) != 1 || applied.Files[0].Path != "README" {
+		t.Errorf("unexpected ws apply --json: %+v", applied)
+	}
 	// A scratch workspace has no git: a clear error, exit 1.
 	s.ok("ws", "create", "--name", "scratch")
 	if r := s.patina("ws", "diff", "scratch"); r.code != exitFailure || !strings.HasPrefix(r.stderr, "patina: ") {
 		t.Errorf("exp exit 1 for diff of a scratch workspace, got %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestE2EExecWords runs commands given as one argument (text) and as
+// several (words) in a real session.
+func TestE2EExecWords(t *testing.T) {
+	s := startServe(t)
+	s.ok("ws", "create", "--name", "words")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+	}{
+		{"exit status of sh -c", []string{"sh", "-c", "exit 7"}, 7, ""},
+		{"bash -c keeps its script whole", []string{"bash", "-c", "echo a b"}, 0, "a b\n"},
+		{"spaces kept", []string{"echo", "a   b"}, 0, "a   b\n"},
+		{"quotes kept", []string{"printf", "%s|", "it's", "", "$HOME"}, 0, "it's||$HOME|"},
+		{"one argument is text", []string{"cd /tmp && pwd | tr a-z A-Z"}, 0, "/TMP\n"},
+		{"safe words stay bash words", []string{"cd", "/usr"}, 0, ""},
+		{"the cd persisted", []string{"pwd"}, 0, "/usr\n"},
+		{"an alias", []string{"alias hi='echo hello'"}, 0, ""},
+		{"the alias as a word", []string{"hi", "there"}, 0, "hello there\n"},
+		{"an assignment", []string{"X=a b", "printenv", "X"}, 0, "a b\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := s.patina(append([]string{"exec", "words", "--"}, tt.args...)...)
+			if r.code != tt.code || r.stdout != tt.stdout {
+				t.Errorf("exp exit %d and %q, got %d and %q (stderr %q)", tt.code, tt.stdout, r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestE2EExecAfterExit: a command that ends the session's shell exits with
+// its status; the next command in that session runs in a new shell, with a
+// note on stderr, in "default" and in a named session alike.
+func TestE2EExecAfterExit(t *testing.T) {
+	s := startServe(t)
+	s.ok("ws", "create", "--name", "ended")
+	for _, session := range []string{"default", "named"} {
+		t.Run(session, func(t *testing.T) {
+			s.ok("exec", "ended", "--session", session, "--", "cd /tmp && export X=1")
+			r := s.patina("exec", "ended", "--session", session, "--", "exit 7")
+			if r.code != 7 || !strings.Contains(r.stderr, "ended session \""+session+"\"'s shell") {
+				t.Errorf("exp exit 7 and a note, got %d, %q", r.code, r.stderr)
+			}
+			for i := range 2 {
+				r = s.patina("exec", "ended", "--session", session, "--", `echo "$PWD X=$X"`)
+				if r.code != 0 || r.stdout != "/workspace X=\n" {
+					t.Errorf("run %d: exp a new shell's state, got %d, %q (stderr %q)", i, r.code, r.stdout, r.stderr)
+				}
+				note := "patina: session \"" + session + "\"'s shell had ended, so this command runs in a new shell (state reset"
+				if i == 0 && (!strings.HasPrefix(r.stderr, note) || strings.Count(r.stderr, "\n") != 1) {
+					t.Errorf("exp one line %q..., got %q", note, r.stderr)
+				}
+				if i == 1 && r.stderr != "" {
+					t.Errorf("exp no note once the new shell runs, got %q", r.stderr)
+				}
+			}
+			// --fresh still starts a new shell on purpose.
+			s.ok("exec", "ended", "--session", session, "--", "cd /tmp")
+			if out := s.ok("exec", "ended", "--session", session, "--fresh", "--", "pwd"); out != "/workspace\n" {
+				t.Errorf("exp --fresh to start in /workspace, got %q", out)
+			}
+		})
+	}
+	// A stopped workspace: the message names the command that starts it.
+	s.ok("ws", "stop", "ended")
+	r := s.patina("exec", "ended", "--", "true")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "`patina ws start ended`") || strings.Contains(r.stderr, "/v1/") {
+		t.Errorf("exp exit 1 naming patina ws start, got %d, %q", r.code, r.stderr)
 	}
 }
 

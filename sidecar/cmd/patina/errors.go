@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
 )
@@ -16,19 +17,25 @@ func (a *app) explain(err error) string {
 	if c == nil {
 		return err.Error()
 	}
+	from := ""
+	if c.AddrFrom != "default" {
+		from = " (from " + c.AddrFrom + ")"
+	}
 	var apiErr *client.APIError
+	var noAnswer *noAnswerError
+	var msgErr *messageError
 	switch {
 	case client.NotSent(err):
-		from := ""
-		if c.AddrFrom != "default" {
-			from = " (from " + c.AddrFrom + ")"
-		}
 		return fmt.Sprintf("cannot reach the sidecar at %s%s: %v\n"+
 			"Is it running? Start it with `patina serve` (state directory %s),\n"+
 			"or point patina at it with --addr or %s.",
 			c.Addr, from, client.RootCause(err), c.StateDir, envAddr)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("the sidecar at %s did not answer within %s: %v", c.Addr, a.apiTimeout, err)
+	case errors.As(err, &noAnswer):
+		return fmt.Sprintf("the sidecar at %s%s did not answer within %s.\n"+
+			"Is it hung (its log may say why), or is something other than `patina serve` listening there?",
+			c.Addr, from, noAnswer.after)
+	case errors.As(err, &msgErr):
+		return msgErr.msg
 	case errors.As(err, &apiErr) && apiErr.Code == client.CodeUnauthorized:
 		if c.TokenFrom == "" {
 			return fmt.Sprintf("the sidecar at %s wants a token and patina has none: "+
@@ -60,4 +67,49 @@ func hintFor(code string) string {
 		return "Run in another session (--session NAME), or start this one again in a new shell with `patina exec --fresh` (its history is deleted)."
 	}
 	return ""
+}
+
+// noAnswerError is a call the sidecar did not answer within its bound.
+type noAnswerError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("the sidecar did not answer within %s: %v", e.after, e.err)
+}
+
+func (e *noAnswerError) Unwrap() error { return e.err }
+
+// messageError is an error the CLI explains in its own words (msg) rather
+// than with the sidecar's message, having asked the sidecar for what it
+// needed to say more.
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+
+func (e *messageError) Unwrap() error { return e.err }
+
+// stopped explains the sidecar's answer that workspace ws is stopped with
+// the command that starts it; other errors pass through.
+func (a *app) stopped(ctx context.Context, c *client.Client, ws string, err error) error {
+	if !errors.Is(err, client.ErrStopped) {
+		return err
+	}
+	ctx, cancel := callContext(ctx, a.queryTimeout)
+	defer cancel()
+	w, gerr := c.GetWorkspace(ctx, ws)
+	if gerr != nil {
+		return err
+	}
+	why := ""
+	if w.Error != "" {
+		why = " (" + w.Error + ")"
+	}
+	return &messageError{err: err, msg: fmt.Sprintf("workspace %s is %s%s.\n"+
+		"Start it again with `patina ws start %s`: its files and its sessions' state are kept.",
+		w.Name, w.Status, why, w.Name)}
 }

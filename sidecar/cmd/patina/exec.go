@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,13 +34,22 @@ func newExecCmd(a *app) *cobra.Command {
 		Long: `Run a command in a persistent bash session of a workspace and stream its output
 live to stdout and stderr. patina exits with the command's exit status.
 
-The words after -- are joined with spaces and run as bash text in the session,
-so quote what should reach bash intact: patina exec ws -- 'cd src && make'.
+What follows -- is run as bash text in the session:
+  - one argument is command text, used as it is, so quote it whole and pipes,
+    &&, redirections and variables work:  patina exec ws -- 'cd src && make'
+  - several arguments are words, one each, as in docker exec: each word that
+    needs it is quoted for bash, so  patina exec ws -- sh -c 'exit 7'  runs sh
+    with the two arguments -c and "exit 7". Words made only of letters, digits
+    and _@%+=:,./- are left as they are, so aliases, functions and builtins
+    of the session keep working:  patina exec ws -- cd /tmp
+
 The session remembers its directory, variables, functions and aliases between
 commands. A session is created on first use (in /workspace); sessions run in
 parallel, each one command at a time. A command that exits the shell (exit,
-exec, set -e and a failure) ends its session: later commands there fail until
---fresh starts it again in a new shell.
+exec, set -e and a failure) ends the session's shell: the next command in that
+session runs in a new shell (in /workspace, without the variables, functions
+and history of the old one), and patina says so on stderr. --fresh starts a
+new shell on purpose.
 
 The command reads EOF on its stdin unless --stdin is given: then patina reads
 its own stdin to the end first and passes it to the command.
@@ -50,12 +60,12 @@ the same way and patina exits with 130. If patina itself fails (the sidecar
 is unreachable, the session is busy...), it prints "patina: ..." and exits 1.`,
 		Example: `  patina exec demo -- make test
   patina exec demo -- 'cd src && go test ./... 2>&1 | tail -n 20'
+  patina exec demo -- sh -c 'exit 7'; echo $?     # 7
   patina exec demo --session build --timeout 10m -- make all
   echo 'print(1+1)' | patina exec demo --stdin -- python3`,
 		Args: execArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			command := strings.Join(args[1:], " ")
-			return a.exec(cmd.Context(), args[0], command, o)
+			return a.exec(cmd.Context(), args[0], commandText(args[1:]), o)
 		},
 	}
 	f := cmd.Flags()
@@ -65,6 +75,47 @@ is unreachable, the session is busy...), it prints "patina: ..." and exits 1.`,
 	f.BoolVar(&o.stdin, "stdin", false, "pass patina's stdin to the command (read to EOF before the command starts)")
 	return cmd
 }
+
+// commandText makes the bash text exec runs from the arguments after "--".
+// One argument is command text, used as it is ('cd src && make'). Several
+// are words, one each: those that need it are quoted for bash, so that
+// `sh -c 'exit 7'` reaches sh as -c and "exit 7".
+func commandText(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	words := make([]string, len(args))
+	for i, w := range args {
+		words[i] = shellQuote(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote returns w as one bash word. A word made only of characters
+// bash takes literally is left as it is, so that an alias, a function or
+// `cd /tmp` still works; anything else is single-quoted. An assignment
+// NAME=value keeps NAME= outside the quotes, so that bash still takes it
+// for one (`FOO='a b' make`).
+func shellQuote(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool { return !shellSafe(r) }) < 0 {
+		return w
+	}
+	prefix := ""
+	if m := assignment.FindString(w); m != "" {
+		prefix, w = m, w[len(m):]
+	}
+	return prefix + "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// shellSafe reports whether bash takes r literally anywhere in a word.
+func shellSafe(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' ||
+		strings.ContainsRune("_@%+=:,./-", r)
+}
+
+// assignment matches the NAME= of a word bash takes for a variable
+// assignment.
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // execArgs expects WS then the command, after "--" (or without it when the
 // command has no flags that patina could take for its own).
@@ -115,11 +166,22 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 		}
 	}
 	res, err := c.ExecStream(ctx, ws, o.session, req, onOutput)
-	if errors.Is(err, client.ErrNotFound) && o.session != defaultSession {
+	switch {
+	case errors.Is(err, client.ErrNotFound) && o.session != defaultSession:
 		// The sidecar creates only "default" on first use; create the
 		// others here. (If the workspace is what is missing, creating the
 		// session fails with that.)
 		if err = a.createSession(ctx, c, ws, o.session); err == nil {
+			res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
+		}
+	case errors.Is(err, client.ErrEnded):
+		// An earlier command ended the session's shell (exit, exec...):
+		// start it again, as the MCP server's run does, rather than fail
+		// every command in it until --fresh. Nothing ran: the sidecar
+		// answered before starting the command.
+		if err = a.restartSession(ctx, c, ws, o.session); err == nil {
+			fmt.Fprintf(a.stderr, "patina: session %q's shell had ended, so this command runs in a new shell "+
+				"(state reset: it starts in /workspace, without the old shell's variables, functions and history)\n", o.session)
 			res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
 		}
 	}
@@ -128,7 +190,7 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 			fmt.Fprintln(a.stderr, "patina: interrupted; the sidecar stops the command")
 			return &exitError{code: exitInterrupted}
 		}
-		return err
+		return a.stopped(ctx, c, ws, err)
 	}
 	return &exitError{code: a.reportExec(res, o)}
 }
@@ -142,7 +204,19 @@ func (a *app) createSession(ctx context.Context, c *client.Client, ws, sid strin
 	if errors.Is(err, client.ErrConflict) {
 		return nil
 	}
-	return err
+	return noAnswer(ctx, a.apiTimeout, err)
+}
+
+// restartSession replaces session sid, whose shell has ended, by a new one:
+// the sidecar makes "default" again on the next exec; others are created.
+func (a *app) restartSession(ctx context.Context, c *client.Client, ws, sid string) error {
+	if err := a.removeSession(ctx, c, ws, sid); err != nil {
+		return err
+	}
+	if sid == defaultSession {
+		return nil
+	}
+	return a.createSession(ctx, c, ws, sid)
 }
 
 // removeSession removes session sid if it exists.
@@ -155,7 +229,7 @@ func (a *app) removeSession(ctx context.Context, c *client.Client, ws, sid strin
 		// not: then the exec that follows says so.
 		return nil
 	}
-	return err
+	return noAnswer(ctx, a.apiTimeout, err)
 }
 
 // setStdin puts data into the request, as text when it is UTF-8.
@@ -187,7 +261,7 @@ func (a *app) reportExec(res client.ExecResult, o execOptions) int {
 		fmt.Fprintf(a.stderr, "patina: session %q's shell did not come back after the interrupt and was replaced; its state was restored\n", o.session)
 	}
 	if res.SessionEnded {
-		fmt.Fprintf(a.stderr, "patina: the command ended session %q's shell (exit status %d)\n", o.session, res.ExitCode)
+		fmt.Fprintf(a.stderr, "patina: the command ended session %q's shell (exit status %d); the next command in it starts a new shell\n", o.session, res.ExitCode)
 	}
 	if code < 0 || code > 255 {
 		fmt.Fprintf(a.stderr, "patina: the command's exit status is unknown (%d)\n", res.ExitCode)

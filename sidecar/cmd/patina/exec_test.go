@@ -20,7 +20,7 @@ func TestExecStreamsAndExits(t *testing.T) {
 		writeSSE(w, "stdout", client.StreamEvent{DataBase64: "AP8K"}) // 0x00 0xff \n
 		writeSSE(w, "exit", client.StreamEvent{Result: &client.ExecResult{ExitCode: 3}})
 	}
-	r := runCLI(t, f.env(), "", "exec", "demo", "--", "echo hi;", "exit 3")
+	r := runCLI(t, f.env(), "", "exec", "demo", "--", "echo hi; exit 3")
 	if r.code != 3 {
 		t.Fatalf("exp exit 3, got %d (stderr %q)", r.code, r.stderr)
 	}
@@ -36,6 +36,48 @@ func TestExecStreamsAndExits(t *testing.T) {
 	}
 	if calls := f.callList(); !slices.Contains(calls, "POST /v1/workspaces/demo/sessions/default/exec") {
 		t.Errorf("exp an exec in session default, got %v", calls)
+	}
+}
+
+func TestCommandText(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		exp  string
+	}{
+		{"one argument is text", []string{"cd /tmp && pwd | cat"}, "cd /tmp && pwd | cat"},
+		{"one argument with quotes", []string{`echo "a   b"`}, `echo "a   b"`},
+		{"safe words", []string{"cd", "/tmp"}, "cd /tmp"},
+		{"all safe characters", []string{"ls", "-la", "a_b@c%d+e=f:g,h./-"}, "ls -la a_b@c%d+e=f:g,h./-"},
+		{"word with a space", []string{"sh", "-c", "exit 7"}, "sh -c 'exit 7'"},
+		{"spaces kept", []string{"echo", "a   b"}, "echo 'a   b'"},
+		{"single quote", []string{"echo", "it's"}, `echo 'it'\''s'`},
+		{"empty word", []string{"printf", "%s|", ""}, "printf '%s|' ''"},
+		{"metacharacters", []string{"echo", "$HOME", "*", "a;b", "~", "!x", "`id`", "a\nb"},
+			"echo '$HOME' '*' 'a;b' '~' '!x' '`id`' 'a\nb'"},
+		{"operators are words", []string{"true", "&&", "echo"}, "true '&&' echo"},
+		{"assignment", []string{"X=a b", "env"}, "X='a b' env"},
+		{"safe assignment", []string{"X=1", "env"}, "X=1 env"},
+		{"not an assignment", []string{"echo", "1X=a b"}, "echo '1X=a b'"},
+		{"non-ASCII", []string{"echo", "héllo"}, "echo 'héllo'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := commandText(tt.args); got != tt.exp {
+				t.Errorf("exp %q, got %q", tt.exp, got)
+			}
+		})
+	}
+}
+
+func TestExecWords(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "exec", "demo", "--", "sh", "-c", "exit 7")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if exp, got := "sh -c 'exit 7'", f.lastExec().Command; got != exp {
+		t.Errorf("exp command %q, got %q", exp, got)
 	}
 }
 
@@ -151,6 +193,69 @@ func TestExecFresh(t *testing.T) {
 	}
 }
 
+// TestExecEndedSession: when an earlier command ended the session's shell,
+// exec removes the session, makes it again if it is not "default", runs the
+// command in the new shell and says so on stderr.
+func TestExecEndedSession(t *testing.T) {
+	for _, tt := range []struct {
+		session string
+		calls   []string
+	}{
+		{"default", []string{
+			"POST /v1/workspaces/demo/sessions/default/exec",
+			"DELETE /v1/workspaces/demo/sessions/default",
+			"POST /v1/workspaces/demo/sessions/default/exec",
+		}},
+		{"build", []string{
+			"POST /v1/workspaces/demo/sessions/build/exec",
+			"DELETE /v1/workspaces/demo/sessions/build",
+			"POST /v1/workspaces/demo/sessions",
+			"POST /v1/workspaces/demo/sessions/build/exec",
+		}},
+	} {
+		t.Run(tt.session, func(t *testing.T) {
+			f := newFakeSidecar(t)
+			f.sessions[tt.session] = true
+			ended := true
+			f.exec = func(w http.ResponseWriter, r *http.Request, req client.ExecRequest) {
+				if ended {
+					ended = false
+					writeFakeError(w, http.StatusConflict, client.CodeEnded, "session has ended: command 1 ended the shell; use --fresh")
+					return
+				}
+				writeSSE(w, "stdout", client.StreamEvent{Data: "/workspace\n"})
+				writeSSE(w, "exit", client.StreamEvent{Result: &client.ExecResult{ExitCode: 4}})
+			}
+			r := runCLI(t, f.env(), "", "exec", "demo", "--session", tt.session, "--", "pwd")
+			if r.code != 4 || r.stdout != "/workspace\n" {
+				t.Errorf("exp exit 4 and the new shell's output, got %d, %q (stderr %q)", r.code, r.stdout, r.stderr)
+			}
+			if got := f.callList(); !slices.Equal(got, tt.calls) {
+				t.Errorf("exp calls %v, got %v", tt.calls, got)
+			}
+			exp := `patina: session "` + tt.session + `"'s shell had ended, so this command runs in a new shell (state reset:`
+			if !strings.HasPrefix(r.stderr, exp) || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("exp one line starting %q, got %q", exp, r.stderr)
+			}
+		})
+	}
+}
+
+func TestExecStopped(t *testing.T) {
+	f := newFakeSidecar(t)
+	f.workspaces[0].Status, f.workspaces[0].Error = "stopped", "the container was removed"
+	f.exec = func(w http.ResponseWriter, r *http.Request, req client.ExecRequest) {
+		writeFakeError(w, http.StatusConflict, client.CodeStopped,
+			"workspace demo is stopped because the container was removed; POST /v1/workspaces/demo/start (or `patina ws start demo`) starts it again")
+	}
+	r := runCLI(t, f.env(), "", "exec", "demo", "--", "true")
+	exp := "patina: workspace demo is stopped (the container was removed).\n" +
+		"Start it again with `patina ws start demo`: its files and its sessions' state are kept.\n"
+	if r.code != exitFailure || r.stderr != exp {
+		t.Errorf("exp exit 1 and\n%s\ngot %d and\n%s", exp, r.code, r.stderr)
+	}
+}
+
 func TestExecAPIErrors(t *testing.T) {
 	tests := []struct {
 		code, msg string
@@ -158,8 +263,6 @@ func TestExecAPIErrors(t *testing.T) {
 		exp       []string
 	}{
 		{client.CodeBusy, "session default is busy", http.StatusConflict, []string{"patina: session default is busy\n", "--session"}},
-		{client.CodeEnded, "session default has ended", http.StatusConflict, []string{"patina: session default has ended\n", "--fresh"}},
-		{client.CodeStopped, "workspace demo is stopped", http.StatusConflict, []string{"patina: workspace demo is stopped\n"}},
 		{client.CodeInternal, "boom", http.StatusInternalServerError, []string{"patina: boom\n"}},
 	}
 	for _, tt := range tests {

@@ -41,6 +41,7 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 		workspaces: []client.Workspace{{
 			ID: "w1", Name: "demo", Status: "running", Image: "patina/base:bookworm",
 			ContainerID: "c0ffee", CreatedAt: testNow,
+			Repo: "/home/me/repo", Branch: "patina/demo", Base: "refs/heads/main",
 		}},
 		sessions: map[string]bool{"default": true},
 	}
@@ -89,6 +90,28 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 		}
 		delete(f.sessions, r.PathValue("sid"))
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /v1/workspaces/{id}/merge", func(w http.ResponseWriter, r *http.Request) {
+		if !f.known(w, r) {
+			return
+		}
+		var req client.MergeRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.Into == "nosuch" {
+			// As the sidecar says it: with the id and its packages' prefixes.
+			writeFakeError(w, http.StatusNotFound, client.CodeNotFound,
+				`merge w1: target branch refs/heads/nosuch: worktree: not found: revision "refs/heads/nosuch"`)
+			return
+		}
+		writeFakeJSON(w, http.StatusOK, client.MergeResult{Into: "main", Previous: "aaaa", Commit: "bbbb", FastForward: true})
+	})
+	mux.HandleFunc("POST /v1/workspaces/{id}/apply", func(w http.ResponseWriter, r *http.Request) {
+		if !f.known(w, r) {
+			return
+		}
+		writeFakeJSON(w, http.StatusOK, client.ApplyResult{Dir: "/home/me/repo", Files: []client.FileStat{
+			{Path: "README", Status: "modified", Added: 1},
+		}})
 	})
 	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/exec", func(w http.ResponseWriter, r *http.Request) {
 		if !f.known(w, r) {

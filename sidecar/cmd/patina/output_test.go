@@ -79,23 +79,40 @@ func TestWriteHistory(t *testing.T) {
 }
 
 func TestWriteDiffStat(t *testing.T) {
-	files := []client.FileStat{
-		{Path: "a.go", Status: "modified", Added: 3, Deleted: 1},
-		{Path: "new.go", OldPath: "old.go", Status: "renamed"},
-		{Path: "logo.png", Status: "added", Binary: true},
-	}
-	var b bytes.Buffer
-	if err := writeDiffStat(&b, files); err != nil {
-		t.Fatal(err)
-	}
-	exp := `STATUS     PATH               LINES
-modified   a.go               +3 -1
+	tests := []struct {
+		name  string
+		files []client.FileStat
+		exp   string
+	}{
+		{"plural", []client.FileStat{
+			{Path: "a.go", Status: "modified", Added: 3, Deleted: 2},
+			{Path: "new.go", OldPath: "old.go", Status: "renamed"},
+			{Path: "logo.png", Status: "added", Binary: true},
+		}, `STATUS     PATH               LINES
+modified   a.go               +3 -2
 renamed    old.go => new.go   +0 -0
 added      logo.png           binary
-3 files changed, 3 insertions(+), 1 deletions(-)
-`
-	if got := b.String(); got != exp {
-		t.Errorf("exp\n%s\ngot\n%s", exp, got)
+3 files changed, 3 insertions(+), 2 deletions(-)
+`},
+		{"singular", []client.FileStat{{Path: "README", Status: "modified", Added: 1, Deleted: 1}}, `STATUS     PATH     LINES
+modified   README   +1 -1
+1 file changed, 1 insertion(+), 1 deletion(-)
+`},
+		{"none", []client.FileStat{{Path: "README", Status: "modified"}}, `STATUS     PATH     LINES
+modified   README   +0 -0
+1 file changed, 0 insertions(+), 0 deletions(-)
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeDiffStat(&b, tt.files); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tt.exp {
+				t.Errorf("exp\n%s\ngot\n%s", tt.exp, got)
+			}
+		})
 	}
 }
 

@@ -22,7 +22,8 @@ current directory, how many commands they ran and the id of the one running.`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return query(a, cmd, asJSON, func(ctx context.Context, c *client.Client) ([]client.Session, error) {
-				return c.ListSessions(ctx, args[0])
+				ss, err := c.ListSessions(ctx, args[0])
+				return ss, a.stopped(ctx, c, args[0], err)
 			}, writeSessions)
 		},
 	}
@@ -56,7 +57,8 @@ sizes and the command's first line.`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return query(a, cmd, asJSON, func(ctx context.Context, c *client.Client) ([]client.Command, error) {
-				return c.History(ctx, args[0], session)
+				cmds, err := c.History(ctx, args[0], session)
+				return cmds, a.stopped(ctx, c, args[0], err)
 			}, func(w io.Writer, cmds []client.Command) error { return writeHistory(w, cmds, a.now()) })
 		},
 	}

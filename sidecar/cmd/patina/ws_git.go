@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -72,12 +73,17 @@ func writeDiffStat(w io.Writer, files []client.FileStat) error {
 	if err := writeTable(w, []string{"STATUS", "PATH", "LINES"}, rows); err != nil {
 		return err
 	}
-	plural := "s"
-	if len(files) == 1 {
-		plural = ""
-	}
-	_, err := fmt.Fprintf(w, "%d file%s changed, %d insertions(+), %d deletions(-)\n", len(files), plural, added, deleted)
+	_, err := fmt.Fprintf(w, "%s changed, %s(+), %s(-)\n",
+		count(len(files), "file", "files"), count(added, "insertion", "insertions"), count(deleted, "deletion", "deletions"))
 	return err
+}
+
+// count says "1 file" or "n files".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func newWsCommitCmd(a *app) *cobra.Command {
@@ -161,7 +167,7 @@ branches as they were and fails.`,
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				res, err := c.Merge(ctx, args[0], client.MergeRequest{Into: into})
 				if err != nil {
-					return err
+					return a.mergeError(ctx, c, args[0], into, err)
 				}
 				if res.Uncommitted {
 					fmt.Fprintln(a.stderr, "patina: note: the workspace has uncommitted changes, which were not merged (run `patina ws commit` first)")
@@ -172,6 +178,35 @@ branches as they were and fails.`,
 	}
 	cmd.Flags().StringVar(&into, "into", "", "the branch to merge into (default: the branch the workspace was created from)")
 	return cmd
+}
+
+// mergeError explains a merge that the sidecar answered "not found" for a
+// workspace that exists: then the branch to merge into is what is missing.
+// Other errors pass through.
+func (a *app) mergeError(ctx context.Context, c *client.Client, ws, into string, err error) error {
+	if !errors.Is(err, client.ErrNotFound) {
+		return err
+	}
+	w, gerr := c.GetWorkspace(ctx, ws)
+	if gerr != nil {
+		return err // the workspace is missing, as the sidecar's message says
+	}
+	if into != "" {
+		return &messageError{err: err, msg: fmt.Sprintf("merge %s: %s has no branch %q to merge into.\n"+
+			"Name a local branch of that repository with --into, or leave --into out to merge into %s.",
+			w.Name, w.Repo, into, baseBranchText(w))}
+	}
+	return &messageError{err: err, msg: fmt.Sprintf("merge %s: %s is no longer in %s.\n"+
+		"Name a local branch of that repository to merge into with --into.",
+		w.Name, baseBranchText(w), w.Repo)}
+}
+
+// baseBranchText names the branch a workspace was created from.
+func baseBranchText(w client.Workspace) string {
+	if b, ok := strings.CutPrefix(w.Base, "refs/heads/"); ok && b != "" {
+		return "the branch it was created from, " + b
+	}
+	return "the branch it was created from"
 }
 
 func writeMergeResult(w io.Writer, r client.MergeResult) error {
@@ -188,21 +223,30 @@ func writeMergeResult(w io.Writer, r client.MergeResult) error {
 }
 
 func newWsApplyCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "apply WS",
 		Short: "Stage a workspace's changes in the repository's working tree",
 		Long: `Stage the workspace's changes, squashed into one, in the user's working tree
 (the repository the workspace was made from), without committing: review them
-with "git diff --cached" and commit them yourself.`,
-		Example: `  patina ws apply fix-tests && git diff --cached`,
-		Args:    wsArg,
+with "git diff --cached" and commit them yourself. patina prints one line per
+staged file (or, with --json, the directory and the files as JSON).`,
+		Example: `  patina ws apply fix-tests && git diff --cached
+  patina ws apply fix-tests --json | jq -r '.files[].path'`,
+		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				res, err := c.Apply(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if len(res.Files) == 0 {
+				switch {
+				case asJSON:
+					if res.Files == nil {
+						res.Files = []client.FileStat{}
+					}
+					return writeJSON(a.stdout, res)
+				case len(res.Files) == 0:
 					_, err = fmt.Fprintf(a.stdout, "nothing to apply to %s\n", res.Dir)
 					return err
 				}
@@ -211,6 +255,8 @@ with "git diff --cached" and commit them yourself.`,
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the directory and the staged files as JSON")
+	return cmd
 }
 
 func newWsLogCmd(a *app) *cobra.Command {

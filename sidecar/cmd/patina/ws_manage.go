@@ -130,7 +130,7 @@ lost; commit or merge first to keep them.`,
 			var failed error
 			for _, name := range args {
 				ctx, cancel := a.apiContext(cmd.Context())
-				err := c.DeleteWorkspace(ctx, name, client.DeleteOptions{KeepBranch: keepBranch})
+				err := noAnswer(ctx, a.apiTimeout, c.DeleteWorkspace(ctx, name, client.DeleteOptions{KeepBranch: keepBranch}))
 				cancel()
 				if err != nil {
 					if len(args) == 1 {
