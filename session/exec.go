@@ -120,9 +120,12 @@ func (s *Session) History() []CommandInfo { return s.hist.all() }
 // it does not appear in the history.
 func (s *Session) SetEnv(ctx context.Context, env map[string]string, unset []string) error {
 	var b strings.Builder
-	for k := range env {
+	for k, v := range env {
 		if !ValidEnvName(k) {
 			return fmt.Errorf("set env: %w: %q is not a valid variable name", ErrInvalid, k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("set env: %w: the value of %s contains a NUL byte", ErrInvalid, k)
 		}
 	}
 	for _, k := range unset {

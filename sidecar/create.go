@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -143,6 +144,9 @@ func (s *Service) createWorkspace(ctx context.Context, req client.CreateWorkspac
 			return fail(fmt.Errorf("%w: repo %s: %v", errInvalid, req.Repo, err))
 		}
 		wt, err := r.Create(ctx, worktree.CreateRequest{Name: req.Name, Base: req.Base, Image: req.Image})
+		if errors.Is(err, worktree.ErrNotFound) {
+			err = fmt.Errorf("%w: base: %w", errInvalid, err) // a field names nothing: 400, not 404
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/client"
@@ -22,6 +23,7 @@ var (
 	errUnauthorized = errors.New("missing or wrong bearer token")
 	errTooLarge     = errors.New("request body too large")
 	errEscapes      = errors.New("path escapes the workspace")
+	errMethod       = errors.New("method not allowed")
 )
 
 // status maps an error to its HTTP status and API code. It is the one place
@@ -31,9 +33,12 @@ func status(err error) (int, string) {
 	switch {
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, client.CodeUnauthorized
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, client.CodeMethodNotAllowed
 	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, client.CodeTooLarge
 	case errors.Is(err, errInvalid), errors.Is(err, errEscapes),
+		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENAMETOOLONG),
 		errors.Is(err, session.ErrInvalid), errors.Is(err, worktree.ErrInvalidName),
 		errors.Is(err, worktree.ErrUnsupported), errors.Is(err, image.ErrInvalid):
 		return http.StatusBadRequest, client.CodeInvalid
@@ -53,7 +58,7 @@ func status(err error) (int, string) {
 	case errors.Is(err, errExists), errors.Is(err, session.ErrExists),
 		errors.Is(err, worktree.ErrExists), errors.Is(err, worktree.ErrConflict),
 		errors.Is(err, worktree.ErrDirty), errors.Is(err, worktree.ErrMissing),
-		errors.Is(err, worktree.ErrNoTarget):
+		errors.Is(err, worktree.ErrNoTarget), errors.Is(err, os.ErrExist):
 		return http.StatusConflict, client.CodeConflict
 	case errors.Is(err, image.ErrMissing):
 		return http.StatusServiceUnavailable, client.CodeUnavailable

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"syscall"
@@ -61,8 +62,12 @@ func (s *Service) handleExec(w http.ResponseWriter, r *http.Request) {
 // execRequest converts and checks an API exec request.
 func execRequest(req client.ExecRequest) (session.ExecRequest, error) {
 	out := session.ExecRequest{Command: req.Command}
-	if req.TimeoutMS < 0 {
-		return out, fmt.Errorf("%w: timeout_ms must not be negative", errInvalid)
+	if req.Command == "" {
+		return out, fmt.Errorf("%w: command is required", errInvalid)
+	}
+	const maxTimeout = int64(time.Duration(math.MaxInt64) / time.Millisecond)
+	if req.TimeoutMS < 0 || req.TimeoutMS > maxTimeout {
+		return out, fmt.Errorf("%w: timeout_ms must be between 0 (none) and %d", errInvalid, maxTimeout)
 	}
 	out.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	switch {

@@ -42,6 +42,10 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 	case http.MethodGet, http.MethodHead:
 		s.getFile(w, r, root, rel)
 	case http.MethodPut:
+		if strings.HasSuffix(rest, "/") || rel == "." {
+			writeError(w, fmt.Errorf("%w: PUT writes a file; %q names a directory (directories are made as needed)", errInvalid, "/"+rest))
+			return
+		}
 		s.putFile(w, r, root, rel)
 	case http.MethodDelete:
 		if rel == "." {
@@ -59,7 +63,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
-		writeError(w, fmt.Errorf("%w: method %s not allowed on files", errInvalid, r.Method))
+		writeError(w, fmt.Errorf("%w: %s on files; use GET, HEAD, PUT or DELETE", errMethod, r.Method))
 	}
 }
 

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"unicode/utf8"
@@ -93,6 +94,9 @@ func (s *Service) handleMerge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := repo.Merge(r.Context(), ws.meta.ID, worktree.MergeRequest{Into: req.Into})
+	if req.Into != "" && errors.Is(err, worktree.ErrNotFound) {
+		err = fmt.Errorf("%w: into: %w", errInvalid, err) // a field names nothing: 400, not 404
+	}
 	if err != nil {
 		writeError(w, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/patina-dev/patina/sidecar/client"
@@ -44,6 +45,11 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("GET /v1/workspaces/{id}/log", s.handleLog)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, fmt.Errorf("%w: %s %s; use %s", errMethod, r.Method, r.URL.Path, strings.Join(allow, " or ")))
+			return
+		}
 		writeError(w, fmt.Errorf("%w: no such endpoint %s %s", errNotFound, r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +66,20 @@ func (s *Service) routes() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// allowed lists the methods the API serves at r's path (none: no such
+// endpoint). ServeMux would answer 405 itself but for the catch-all "/".
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // filesPath splits /v1/workspaces/{id}/files[/{path...}].
@@ -79,9 +99,9 @@ func filesPath(p string) (id, rest string, ok bool) {
 }
 
 func (s *Service) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 9110).
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.token)) == 1
@@ -121,9 +141,9 @@ func writeError(w http.ResponseWriter, err error) {
 // optional (v keeps its zero value).
 func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, optional bool) error {
 	body := http.MaxBytesReader(w, r.Body, limit)
+	var raw json.RawMessage
 	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := dec.Decode(&raw); err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
@@ -141,6 +161,45 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, optional
 			return fmt.Errorf("%w: the limit is %d bytes", errTooLarge, limit)
 		}
 		return fmt.Errorf("%w: unexpected data after the JSON object", errInvalid)
+	}
+	if err := exactFields(raw, v); err != nil {
+		return err
+	}
+	strict := json.NewDecoder(bytes.NewReader(raw))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(v); err != nil {
+		return fmt.Errorf("%w: invalid JSON body: %v", errInvalid, err)
+	}
+	return nil
+}
+
+// exactFields refuses an object key that is not exactly one of v's JSON
+// field names: encoding/json would match "COMMAND" to "command".
+func exactFields(raw json.RawMessage, v any) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil // not an object: the strict decode says what is wrong
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
+	for k := range obj {
+		if !names[k] {
+			return fmt.Errorf("%w: invalid JSON body: unknown field %q", errInvalid, k)
+		}
 	}
 	return nil
 }

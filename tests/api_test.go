@@ -90,6 +90,16 @@ func TestBadRequests(t *testing.T) {
 		{"git on a scratch workspace", "GET", "/v1/workspaces/bad/diff", ``, 409, "no_repository"},
 		{"unknown endpoint", "GET", "/v1/nothing", ``, 404, "not_found"},
 		{"missing image", "POST", "/v1/workspaces", `{"image": "patina/does-not-exist:never"}`, 503, "unavailable"},
+		{"missing command", "POST", exec, `{}`, 400, "invalid"},
+		{"field in other case", "POST", exec, `{"COMMAND": "true"}`, 400, "invalid"},
+		{"timeout overflow", "POST", exec, `{"command": "true", "timeout_ms": 9223372036854775807}`, 400, "invalid"},
+		{"NUL in env value", "POST", "/v1/workspaces/bad/sessions/default/env", `{"env": {"A": "x\u0000y"}}`, 400, "invalid"},
+		{"relative cwd", "POST", "/v1/workspaces/bad/sessions", `{"id": "rel", "cwd": "rel"}`, 400, "invalid"},
+		{"missing cwd", "POST", "/v1/workspaces/bad/sessions", `{"id": "nocwd", "cwd": "/nonexistent"}`, 400, "invalid"},
+		{"PUT a directory", "PUT", "/v1/workspaces/bad/files/newdir/", `x`, 400, "invalid"},
+		{"wrong method", "PUT", "/v1/workspaces", `{}`, 405, "method_not_allowed"},
+		{"wrong method on an action", "GET", "/v1/workspaces/bad/stop", ``, 405, "method_not_allowed"},
+		{"wrong method on files", "POST", "/v1/workspaces/bad/files/x", `x`, 405, "method_not_allowed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -99,6 +109,12 @@ func TestBadRequests(t *testing.T) {
 				t.Fatalf("exp %d %s, got %d %s: %s", c.status, c.code, code, eb.Code, eb.Error)
 			}
 		})
+	}
+	// 405 names what the path takes.
+	req, _ := http.NewRequest("DELETE", h.Client.Addr()+"/v1/workspaces", nil)
+	req.Header.Set("Authorization", "bearer "+h.Token) // the scheme is case-insensitive
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, POST" {
+		t.Fatalf("exp 405 with Allow: GET, POST, got %v %v", resp, err)
 	}
 	// Nothing broke: the session still works, and no workspace leaked.
 	h.Out("bad", "default", "true")

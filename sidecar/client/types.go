@@ -39,8 +39,8 @@ type CreateWorkspaceRequest struct {
 type Workspace struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// Branch is patina/<name> for a repository workspace.
-	Branch string `json:"branch,omitempty"`
+	// Branch is patina/<name> for a repository workspace, "" without one.
+	Branch string `json:"branch"`
 	// Worktree is the workspace's directory on the sidecar's machine,
 	// mounted at /workspace in the container.
 	Worktree   string `json:"worktree"`
@@ -288,16 +288,17 @@ type ErrorBody struct {
 
 // Error codes, with their HTTP statuses.
 const (
-	CodeInvalid      = "invalid"       // 400
-	CodeUnauthorized = "unauthorized"  // 401
-	CodeNotFound     = "not_found"     // 404
-	CodeBusy         = "busy"          // 409: the session runs another command
-	CodeEnded        = "ended"         // 409: the session's shell has ended
-	CodeConflict     = "conflict"      // 409: exists already, merge conflict, dirty tree
-	CodeStopped      = "stopped"       // 409: the workspace is stopped
-	CodeTooLarge     = "too_large"     // 413
-	CodeUnavailable  = "unavailable"   // 503: e.g. the image is missing
-	CodeInternal     = "internal"      // 500
-	CodeNotRunning   = "not_running"   // 409: the command already finished
-	CodeNoRepository = "no_repository" // 409: a git operation on a scratch workspace
+	CodeInvalid          = "invalid"            // 400
+	CodeUnauthorized     = "unauthorized"       // 401
+	CodeNotFound         = "not_found"          // 404
+	CodeBusy             = "busy"               // 409: the session runs another command
+	CodeEnded            = "ended"              // 409: the session's shell has ended
+	CodeConflict         = "conflict"           // 409: exists already, merge conflict, dirty tree
+	CodeStopped          = "stopped"            // 409: the workspace is stopped
+	CodeTooLarge         = "too_large"          // 413
+	CodeMethodNotAllowed = "method_not_allowed" // 405, with an Allow header
+	CodeUnavailable      = "unavailable"        // 503: e.g. the image is missing
+	CodeInternal         = "internal"           // 500
+	CodeNotRunning       = "not_running"        // 409: the command already finished
+	CodeNoRepository     = "no_repository"      // 409: a git operation on a scratch workspace
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -37,6 +38,9 @@ func (l *Launcher) Start(ctx context.Context, p session.Process) error {
 		return fmt.Errorf("docker exec in %s: %w", short(l.ContainerID), err)
 	}
 	if err := l.API.ContainerExecStart(ctx, resp.ID, container.ExecStartOptions{Detach: true}); err != nil {
+		if p.Dir != "" && strings.Contains(err.Error(), "chdir to cwd") {
+			return fmt.Errorf("%w: working directory %s: no such directory in the container", session.ErrInvalid, p.Dir)
+		}
 		return fmt.Errorf("docker exec start in %s: %w", short(l.ContainerID), err)
 	}
 	return nil
