@@ -180,11 +180,15 @@ branches as they were and fails.`,
 	return cmd
 }
 
-// mergeError explains a merge that the sidecar answered "not found" for a
-// workspace that exists: then the branch to merge into is what is missing.
+// mergeError explains a merge that the sidecar answered "not found" (or,
+// for --into, invalid because it names nothing) for a workspace that
+// exists: then the branch to merge into is what is missing.
 // Other errors pass through.
 func (a *app) mergeError(ctx context.Context, c *client.Client, ws, into string, err error) error {
-	if !errors.Is(err, client.ErrNotFound) {
+	// The sidecar answers 400 (the into field names nothing) or, from an
+	// older sidecar, 404.
+	missingInto := into != "" && errors.Is(err, client.ErrInvalid) && strings.Contains(err.Error(), "not found")
+	if !errors.Is(err, client.ErrNotFound) && !missingInto {
 		return err
 	}
 	w, gerr := c.GetWorkspace(ctx, ws)
