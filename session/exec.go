@@ -120,13 +120,8 @@ func (s *Session) History() []CommandInfo { return s.hist.all() }
 // it does not appear in the history.
 func (s *Session) SetEnv(ctx context.Context, env map[string]string, unset []string) error {
 	var b strings.Builder
-	for k, v := range env {
-		if !ValidEnvName(k) {
-			return fmt.Errorf("set env: %w: %q is not a valid variable name", ErrInvalid, k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return fmt.Errorf("set env: %w: the value of %s contains a NUL byte", ErrInvalid, k)
-		}
+	if err := checkEnv(env); err != nil {
+		return fmt.Errorf("set env: %w", err)
 	}
 	for _, k := range unset {
 		if !ValidEnvName(k) {
@@ -246,6 +241,20 @@ func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
 		c.timer = time.AfterFunc(req.Timeout, func() { _ = s.stop(c, syscall.SIGINT, true) })
 	}
 	return c, nil
+}
+
+// checkEnv refuses variables a shell cannot be given: a name that is not
+// one, or a value with a NUL byte.
+func checkEnv(env map[string]string) error {
+	for k, v := range env {
+		if !ValidEnvName(k) {
+			return fmt.Errorf("%w: %q is not a valid variable name", ErrInvalid, k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: the value of %s contains a NUL byte", ErrInvalid, k)
+		}
+	}
+	return nil
 }
 
 // ValidEnvName reports whether k can be a shell variable name.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -142,13 +141,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Session, erro
 	if err := ValidateID(req.ID); err != nil {
 		return nil, err
 	}
-	for k, v := range req.Env {
-		if !ValidEnvName(k) {
-			return nil, fmt.Errorf("create session: %w: %q is not a valid variable name", ErrInvalid, k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return nil, fmt.Errorf("create session: %w: the value of %s contains a NUL byte", ErrInvalid, k)
-		}
+	if err := checkEnv(req.Env); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
 	}
 	if req.Cwd != "" && !filepath.IsAbs(req.Cwd) {
 		return nil, fmt.Errorf("create session: %w: cwd %q is not an absolute path", ErrInvalid, req.Cwd)

@@ -130,10 +130,10 @@ const snapshotFormat = `{ \builtin declare -p; \builtin declare -f; \builtin ali
 //	    control is off), and all their descendants. If SHELL itself ignores
 //	    SIGINT, every child counts. SHELLSIG "-" leaves SHELL alone. With
 //	    SINCE (a start time in clock ticks, as in /proc/PID/stat), a child
-//	    started at or after SINCE counts even if it ignores SIGINT: a foreground command that ignores SIGINT looks just
-//	    like a background job, and is told apart by having started with the
-//	    command being stopped (a job that command put in the background goes
-//	    with it).
+//	    started at or after SINCE counts even if it ignores SIGINT: a
+//	    foreground command that ignores SIGINT looks just like a background
+//	    job, and is told apart by having started with the command being
+//	    stopped (a job that command put in the background goes with it).
 //	killtree all SIG ROOT MARK
 //	    ROOT and all its descendants, and every process whose environment
 //	    holds MARK (daemons that re-parented themselves away).
