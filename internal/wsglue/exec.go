@@ -13,7 +13,7 @@ import (
 
 // DefaultSession is the session Exec runs in when none is named; the
 // sidecar creates it on first use.
-const DefaultSession = "default"
+const DefaultSession = client.DefaultSession
 
 // MaxStdout bounds the stdout Exec returns whole. Longer output (the
 // sidecar keeps it all) comes back as its head and tail around a marker.
@@ -72,8 +72,7 @@ func Exec(ctx context.Context, c API, req ExecRequest) (string, error) {
 	if errors.Is(err, client.ErrNotFound) && req.Session != DefaultSession {
 		// The sidecar creates only "default" on first use. If the
 		// workspace is what is missing, creating the session says so.
-		_, err = c.CreateSession(ctx, req.Workspace, client.CreateSessionRequest{ID: req.Session})
-		if err == nil || errors.Is(err, client.ErrConflict) {
+		if err = client.EnsureSession(ctx, c, req.Workspace, req.Session); err == nil {
 			res, err = c.Exec(ctx, req.Workspace, req.Session, creq)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // defaultSession is the session run uses unless told.
-const defaultSession = "default"
+const defaultSession = client.DefaultSession
 
 func (s *server) addRunTools(ms *mcp.Server) {
 	addTool(s, ms, &mcp.Tool{
@@ -114,40 +114,21 @@ func (s *server) run(ctx context.Context, in RunIn) (string, RunOut, error) {
 func (s *server) inSession(ctx context.Context, ws, sid string, exec func(*client.Client) error) (fresh bool, err error) {
 	err = s.call(ctx, exec)
 	switch {
-	case errors.Is(err, client.ErrNotFound) && sid != defaultSession:
+	case errors.Is(err, client.ErrNotFound) && sid != client.DefaultSession:
 		// If the workspace is what is missing, creating the session fails
 		// with that.
-		if err = s.createSession(ctx, ws, sid); err != nil {
-			return false, err
-		}
+		err = s.call(ctx, func(c *client.Client) error { return client.EnsureSession(ctx, c, ws, sid) })
 	case errors.Is(err, client.ErrEnded):
 		s.log.Info("session ended: starting it again", "workspace", ws, "session_id", sid)
-		err = s.call(ctx, func(c *client.Client) error { return c.DeleteSession(ctx, ws, sid) })
-		if err != nil && !errors.Is(err, client.ErrNotFound) {
-			return false, err
-		}
-		if sid != defaultSession {
-			if err = s.createSession(ctx, ws, sid); err != nil {
-				return false, err
-			}
-		}
+		err = s.call(ctx, func(c *client.Client) error { return client.ResetSession(ctx, c, ws, sid) })
 		fresh = true
 	default:
 		return false, err
 	}
-	return fresh, s.call(ctx, exec)
-}
-
-// createSession creates session sid; one created meanwhile will do.
-func (s *server) createSession(ctx context.Context, ws, sid string) error {
-	err := s.call(ctx, func(c *client.Client) error {
-		_, err := c.CreateSession(ctx, ws, client.CreateSessionRequest{ID: sid})
-		return err
-	})
-	if errors.Is(err, client.ErrConflict) {
-		return nil
+	if err != nil {
+		return false, err
 	}
-	return err
+	return fresh, s.call(ctx, exec)
 }
 
 // freshNote says that a session was started again.

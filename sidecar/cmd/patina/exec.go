@@ -17,7 +17,7 @@ import (
 
 // defaultSession is the session exec uses unless told; the sidecar creates
 // it on first use.
-const defaultSession = "default"
+const defaultSession = client.DefaultSession
 
 type execOptions struct {
 	session string
@@ -200,23 +200,14 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 func (a *app) createSession(ctx context.Context, c *client.Client, ws, sid string) error {
 	ctx, cancel := a.apiContext(ctx)
 	defer cancel()
-	_, err := c.CreateSession(ctx, ws, client.CreateSessionRequest{ID: sid})
-	if errors.Is(err, client.ErrConflict) {
-		return nil
-	}
-	return noAnswer(ctx, a.apiTimeout, err)
+	return noAnswer(ctx, a.apiTimeout, client.EnsureSession(ctx, c, ws, sid))
 }
 
-// restartSession replaces session sid, whose shell has ended, by a new one:
-// the sidecar makes "default" again on the next exec; others are created.
+// restartSession replaces session sid, whose shell has ended, by a new one.
 func (a *app) restartSession(ctx context.Context, c *client.Client, ws, sid string) error {
-	if err := a.removeSession(ctx, c, ws, sid); err != nil {
-		return err
-	}
-	if sid == defaultSession {
-		return nil
-	}
-	return a.createSession(ctx, c, ws, sid)
+	ctx, cancel := a.apiContext(ctx)
+	defer cancel()
+	return noAnswer(ctx, a.apiTimeout, client.ResetSession(ctx, c, ws, sid))
 }
 
 // removeSession removes session sid if it exists.

@@ -1,0 +1,56 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+)
+
+// fakeSessions stands in for the sidecar: it records calls and answers
+// with the errors given (the HTTP side is tested against a real sidecar in
+// tests/).
+type fakeSessions struct {
+	calls             []string
+	createErr, delErr error
+}
+
+func (f *fakeSessions) CreateSession(_ context.Context, ws string, req CreateSessionRequest) (Session, error) {
+	f.calls = append(f.calls, "create "+ws+"/"+req.ID)
+	return Session{ID: req.ID}, f.createErr
+}
+
+func (f *fakeSessions) DeleteSession(_ context.Context, ws, sid string) error {
+	f.calls = append(f.calls, "delete "+ws+"/"+sid)
+	return f.delErr
+}
+
+func TestEnsureAndResetSession(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name              string
+		run               func(SessionAPI) error
+		createErr, delErr error
+		calls             []string
+		exp               error
+	}{
+		{"ensure", func(c SessionAPI) error { return EnsureSession(ctx, c, "w", "s") }, nil, nil, []string{"create w/s"}, nil},
+		{"ensure, made meanwhile", func(c SessionAPI) error { return EnsureSession(ctx, c, "w", "s") }, ErrConflict, nil, []string{"create w/s"}, nil},
+		{"ensure, no workspace", func(c SessionAPI) error { return EnsureSession(ctx, c, "w", "s") }, ErrNotFound, nil, []string{"create w/s"}, ErrNotFound},
+		{"reset named", func(c SessionAPI) error { return ResetSession(ctx, c, "w", "s") }, nil, nil, []string{"delete w/s", "create w/s"}, nil},
+		{"reset named, gone already", func(c SessionAPI) error { return ResetSession(ctx, c, "w", "s") }, nil, ErrNotFound, []string{"delete w/s", "create w/s"}, nil},
+		{"reset default", func(c SessionAPI) error { return ResetSession(ctx, c, "w", DefaultSession) }, nil, nil, []string{"delete w/default"}, nil},
+		{"reset, delete fails", func(c SessionAPI) error { return ResetSession(ctx, c, "w", "s") }, nil, ErrBusy, []string{"delete w/s"}, ErrBusy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeSessions{createErr: tc.createErr, delErr: tc.delErr}
+			err := tc.run(f)
+			if (tc.exp == nil) != (err == nil) || (tc.exp != nil && !errors.Is(err, tc.exp)) {
+				t.Fatalf("exp %v, got %v", tc.exp, err)
+			}
+			if !slices.Equal(f.calls, tc.calls) {
+				t.Fatalf("exp calls %v, got %v", tc.calls, f.calls)
+			}
+		})
+	}
+}
