@@ -58,21 +58,33 @@ func convertSlice[I any, O any](in []I, f func(I) O) []O {
 
 func (r Patina) MarshalJSON() ([]byte, error) {
 	var concrete struct {
-		Source *dagger.Directory
+		Source       *dagger.Directory
+		GoImage      string
+		RuntimeImage string
+		DockerImage  string
 	}
 	concrete.Source = r.Source
+	concrete.GoImage = r.GoImage
+	concrete.RuntimeImage = r.RuntimeImage
+	concrete.DockerImage = r.DockerImage
 	return json.Marshal(&concrete)
 }
 
 func (r *Patina) UnmarshalJSON(bs []byte) error {
 	var concrete struct {
-		Source *dagger.Directory
+		Source       *dagger.Directory
+		GoImage      string
+		RuntimeImage string
+		DockerImage  string
 	}
 	err := json.Unmarshal(bs, &concrete)
 	if err != nil {
 		return err
 	}
 	r.Source = concrete.Source
+	r.GoImage = concrete.GoImage
+	r.RuntimeImage = concrete.RuntimeImage
+	r.DockerImage = concrete.DockerImage
 	return nil
 }
 
@@ -327,7 +339,28 @@ func invoke(ctx context.Context, parentJSON []byte, parentName string, fnName st
 					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg source", err))
 				}
 			}
-			return New(source), nil
+			var goImage string
+			if inputArgs["goImage"] != nil {
+				err = json.Unmarshal([]byte(inputArgs["goImage"]), &goImage)
+				if err != nil {
+					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg goImage", err))
+				}
+			}
+			var runtimeImage string
+			if inputArgs["runtimeImage"] != nil {
+				err = json.Unmarshal([]byte(inputArgs["runtimeImage"]), &runtimeImage)
+				if err != nil {
+					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg runtimeImage", err))
+				}
+			}
+			var dockerImage string
+			if inputArgs["dockerImage"] != nil {
+				err = json.Unmarshal([]byte(inputArgs["dockerImage"]), &dockerImage)
+				if err != nil {
+					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg dockerImage", err))
+				}
+			}
+			return New(source, goImage, runtimeImage, dockerImage), nil
 		default:
 			return nil, fmt.Errorf("unknown function %s", fnName)
 		}
@@ -389,6 +422,27 @@ func invoke(ctx context.Context, parentJSON []byte, parentName string, fnName st
 				panic(fmt.Errorf("%s: %w", "failed to unmarshal parent object", err))
 			}
 			return (*PatinaWorkspace).Diff(&parent, ctx)
+		case "Directory":
+			var parent PatinaWorkspace
+			err = json.Unmarshal(parentJSON, &parent)
+			if err != nil {
+				panic(fmt.Errorf("%s: %w", "failed to unmarshal parent object", err))
+			}
+			var maxFiles int
+			if inputArgs["maxFiles"] != nil {
+				err = json.Unmarshal([]byte(inputArgs["maxFiles"]), &maxFiles)
+				if err != nil {
+					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg maxFiles", err))
+				}
+			}
+			var maxBytes int
+			if inputArgs["maxBytes"] != nil {
+				err = json.Unmarshal([]byte(inputArgs["maxBytes"]), &maxBytes)
+				if err != nil {
+					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg maxBytes", err))
+				}
+			}
+			return (*PatinaWorkspace).Directory(&parent, ctx, maxFiles, maxBytes)
 		case "Exec":
 			var parent PatinaWorkspace
 			err = json.Unmarshal(parentJSON, &parent)

@@ -17,27 +17,65 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/patina-dev/patina/internal/dagger"
 	"github.com/patina-dev/patina/internal/pipeline"
 	"github.com/patina-dev/patina/internal/wsglue"
+	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // Patina is the patina project: its source and the functions on it.
 type Patina struct {
 	// The project's source tree.
 	Source *dagger.Directory
+	// The image builds, tests and lint run in (--go-image).
+	// +private
+	GoImage string
+	// The base of the sidecar image (--runtime-image).
+	// +private
+	RuntimeImage string
+	// The Docker engine of the integration tests (--docker-image).
+	// +private
+	DockerImage string
 }
 
-// New selects the source tree the functions work on.
+// New selects the source tree the functions work on, and the images they
+// use. Each image defaults to a pinned tag@digest; an engine behind a
+// registry mirror, or one without a registry, is given references it can
+// resolve instead (a mirror's name, a local registry's digest).
 func New(
 	// The patina repository. Defaults to the directory holding dagger.json,
 	// without .git, a root-level patina binary and test binaries.
 	// +defaultPath="/"
 	// +ignore=[".git", "patina", "**/*.test", "**/*.out", "**/.DS_Store"]
 	source *dagger.Directory,
+	// The Go toolchain image that build, test and lint run in: Debian-based,
+	// with Go, git and bash.
+	// +default="golang:1.26.8-bookworm@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d"
+	goImage string,
+	// The base image of build-image (the sidecar image): Debian-based, as
+	// packages are installed with apt-get.
+	// +default="debian:bookworm-20260824-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171"
+	runtimeImage string,
+	// The Docker engine that test --integration runs as a service (started
+	// with dockerd, as the docker:dind image does).
+	// +default="docker:28.5.2-dind@sha256:2a232a42256f70d78e3cc5d2b5d6b3276710a0de0596c145f627ecfae90282ac"
+	dockerImage string,
 ) *Patina {
-	return &Patina{Source: source}
+	return &Patina{Source: source, GoImage: goImage, RuntimeImage: runtimeImage, DockerImage: dockerImage}
+}
+
+// images returns the images of this call: the constructor's arguments, or
+// the pinned defaults where they are empty (Go callers, such as tests, do
+// not get Dagger's +default values), checked.
+func (m *Patina) images() (pipeline.Images, error) {
+	imgs := pipeline.Images{Go: m.GoImage, Runtime: m.RuntimeImage, Docker: m.DockerImage}.WithDefaults()
+	if err := imgs.Validate(); err != nil {
+		return pipeline.Images{}, err
+	}
+	return imgs, nil
 }
 
 // Build compiles the patina binary reproducibly: pinned Go image, static
@@ -62,7 +100,11 @@ func (m *Patina) Build(
 	if err != nil {
 		return nil, err
 	}
-	return withEnv(m.goContainer(), env).
+	imgs, err := m.images()
+	if err != nil {
+		return nil, err
+	}
+	return withEnv(m.goContainer(imgs.Go), env).
 		WithExec(cmd).
 		File(pipeline.BinaryPath), nil
 }
@@ -85,8 +127,12 @@ func (m *Patina) BuildImage(
 	if err != nil {
 		return nil, err
 	}
+	imgs, err := m.images()
+	if err != nil {
+		return nil, err
+	}
 	return dag.Container(dagger.ContainerOpts{Platform: platform}).
-		From(pipeline.RuntimeImage).
+		From(imgs.Runtime).
 		WithExec(pipeline.RuntimeInstall()).
 		WithFile(pipeline.ImageBinaryPath, bin, dagger.ContainerWithFileOpts{Permissions: 0o755}).
 		WithExposedPort(pipeline.SidecarPort).
@@ -103,10 +149,14 @@ func (m *Patina) Test(
 	// +optional
 	integration bool,
 ) (string, error) {
+	imgs, err := m.images()
+	if err != nil {
+		return "", err
+	}
 	req := pipeline.TestRequest{Integration: integration}
-	ctr := m.goContainer()
+	ctr := m.goContainer(imgs.Go)
 	if integration {
-		ctr = withDocker(ctr)
+		ctr = withDocker(ctr, imgs.Docker)
 	}
 	ctr = withEnv(ctr, req.Env())
 	return pipeline.Run(ctx, req.Steps(), &executor{ctr: ctr})
@@ -115,13 +165,20 @@ func (m *Patina) Test(
 // Lint checks formatting (gofmt), runs go vet and checks that the
 // committed Dagger generated code is current. It fails listing what is wrong.
 func (m *Patina) Lint(ctx context.Context) (string, error) {
-	return pipeline.Run(ctx, pipeline.LintSteps(), &executor{ctr: m.goContainer()})
+	imgs, err := m.images()
+	if err != nil {
+		return "", err
+	}
+	return pipeline.Run(ctx, pipeline.LintSteps(), &executor{ctr: m.goContainer(imgs.Go)})
 }
 
 // Workspace selects a running patina sidecar, and a workspace on it, for the
 // functions that drive it: create, list, exec, diff, commit, merge, delete.
 // Start the sidecar on the host first (`patina serve`, which listens on
 // 127.0.0.1:7070); the engine tunnels --sidecar tcp://localhost:7070 to it.
+// Never cached, like every function on the workspace: they answer with the
+// sidecar's state at call time.
+// +cache="never"
 func (m *Patina) Workspace(
 	// The sidecar, as a host service: tcp://localhost:7070 reaches
 	// `patina serve` listening on the host's loopback port 7070.
@@ -158,6 +215,7 @@ type PatinaWorkspace struct {
 // (name, status, branch, base, worktree, image), one "key: value" line
 // each, the name first. Without --repo it is a scratch workspace: an empty
 // /workspace and no git.
+// +cache="never"
 func (w *PatinaWorkspace) Create(
 	ctx context.Context,
 	// An absolute path to a git repository ON THE SIDECAR'S MACHINE (the
@@ -176,6 +234,7 @@ func (w *PatinaWorkspace) Create(
 // List prints the sidecar's workspaces, oldest first: a table (NAME,
 // STATUS, BRANCH, REPO, CREATED), or with --format json the sidecar's JSON
 // array. It ignores --name.
+// +cache="never"
 func (w *PatinaWorkspace) List(
 	ctx context.Context,
 	// Output format: "table" or "json".
@@ -192,6 +251,7 @@ func (w *PatinaWorkspace) List(
 // --allow-failure. The command runs in the workspace's container, in
 // /workspace. Note that `exit` ends the session's shell: use `(exit 1)`,
 // or --fresh to start the session again.
+// +cache="never"
 func (w *PatinaWorkspace) Exec(
 	ctx context.Context,
 	// The command line, run by bash, e.g. "go test ./...".
@@ -224,12 +284,14 @@ func (w *PatinaWorkspace) Exec(
 // Diff prints the workspace's changes against its base (committed,
 // uncommitted and untracked) as a unified diff that `git apply` takes;
 // nothing when there are none.
+// +cache="never"
 func (w *PatinaWorkspace) Diff(ctx context.Context) (string, error) {
 	return call(ctx, w, wsglue.DiffRequest{Workspace: w.Name}, wsglue.Diff)
 }
 
 // Commit stages everything in the workspace and commits it on its branch
 // patina/<name>, printing the commit ("nothing to commit" is no failure).
+// +cache="never"
 func (w *PatinaWorkspace) Commit(
 	ctx context.Context,
 	// The commit message.
@@ -242,6 +304,7 @@ func (w *PatinaWorkspace) Commit(
 // the sidecar's machine and prints how (fast-forward, merge commit, up to
 // date). Only committed changes are merged: commit first. A conflict fails
 // and leaves both branches as they were.
+// +cache="never"
 func (w *PatinaWorkspace) Merge(
 	ctx context.Context,
 	// The branch to merge into. Default: the branch the workspace was
@@ -254,6 +317,7 @@ func (w *PatinaWorkspace) Merge(
 
 // Delete removes the workspace: its container, sessions, worktree and
 // (unless --keep-branch) its branch.
+// +cache="never"
 func (w *PatinaWorkspace) Delete(
 	ctx context.Context,
 	// Keep the workspace's git branch (and its notes).
@@ -261,6 +325,48 @@ func (w *PatinaWorkspace) Delete(
 	keepBranch bool,
 ) (string, error) {
 	return call(ctx, w, wsglue.DeleteRequest{Workspace: w.Name, KeepBranch: keepBranch}, wsglue.Delete)
+}
+
+// Directory returns the workspace's files (its /workspace, what `exec`
+// sees) as a Directory: export it (`directory export --path ./out`), or
+// build and test exactly what an agent left there, e.g. in Dagger Shell.
+// Copied: directories and regular files with their permission bits, and
+// links to files inside the workspace as copies of those files. Left out,
+// and listed in the call's log: the worktree's .git file, links to
+// directories or out of the workspace, fifos, sockets and devices.
+// Reading stops with an error past --max-files files or --max-bytes bytes.
+// +cache="never"
+func (w *PatinaWorkspace) Directory(
+	ctx context.Context,
+	// The most files to copy; more fail the call.
+	// +default=100000
+	maxFiles int,
+	// The most bytes to copy, all files together; more fail the call.
+	// +default=1073741824
+	maxBytes int,
+) (*dagger.Directory, error) {
+	req := wsglue.FetchRequest{Workspace: w.Name, Dest: ".", MaxFiles: maxFiles, MaxBytes: int64(maxBytes)}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := w.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The function's own container holds the copy; Workdir paths are
+	// relative to its working directory. A new directory per call, so
+	// that no call sees another's files.
+	dir, err := os.MkdirTemp(".", "patina-workspace-")
+	if err != nil {
+		return nil, err
+	}
+	req.Dest = dir
+	res, err := wsglue.Fetch(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(os.Stderr, res.Summary())
+	return dag.CurrentModule().Workdir(filepath.Base(dir)).Sync(ctx)
 }
 
 // call checks req, then connects to the sidecar and runs op: arguments
@@ -281,9 +387,14 @@ func call[R interface{ Validate() error }](
 	return op(ctx, c, req)
 }
 
-// connect resolves the sidecar's endpoint (starting the engine's tunnel to
-// the host) and the token, at call time.
-func (w *PatinaWorkspace) connect(ctx context.Context) (wsglue.API, error) {
+// connect starts the engine's tunnel to the sidecar and resolves its
+// endpoint and the token, at call time. Endpoint alone only names the
+// tunnel: until it is started, the name does not resolve from this
+// function's container ("no such host", seen on a v0.20.6 engine).
+func (w *PatinaWorkspace) connect(ctx context.Context) (*client.Client, error) {
+	if _, err := w.Sidecar.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start the tunnel to the sidecar (--sidecar): %w", err)
+	}
 	endpoint, err := w.Sidecar.Endpoint(ctx, dagger.ServiceEndpointOpts{Scheme: "http"})
 	if err != nil {
 		return nil, fmt.Errorf("reach the sidecar service (--sidecar): %w", err)
@@ -299,25 +410,26 @@ func (w *PatinaWorkspace) connect(ctx context.Context) (wsglue.API, error) {
 	return c, nil
 }
 
-// goContainer is the pinned Go image with the module and build caches and
-// the source mounted at the working directory.
-func (m *Patina) goContainer() *dagger.Container {
+// goContainer is the Go image with the module and build caches and the
+// source mounted at the working directory.
+func (m *Patina) goContainer(image string) *dagger.Container {
 	return dag.Container().
-		From(pipeline.GoImage).
+		From(image).
 		WithMountedCache(pipeline.GoModCachePath, dag.CacheVolume(pipeline.GoModCacheVolume)).
 		WithMountedCache(pipeline.GoBuildCachePath, dag.CacheVolume(pipeline.GoBuildCacheVolume)).
 		WithDirectory(pipeline.SourcePath, m.Source).
 		WithWorkdir(pipeline.SourcePath)
 }
 
-// withDocker installs what the integration tests need and binds a
-// docker:dind service. The service and ctr share a cache volume at the
-// tests' TMPDIR, so that paths the tests bind-mount exist for the engine.
-func withDocker(ctr *dagger.Container) *dagger.Container {
+// withDocker installs what the integration tests need and binds a Docker
+// engine service run from image. The service and ctr share a cache volume
+// at the tests' TMPDIR, so that paths the tests bind-mount exist for the
+// engine.
+func withDocker(ctr *dagger.Container, image string) *dagger.Container {
 	tmp := dag.CacheVolume(pipeline.SharedTmpVolume)
 	shared := dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeShared}
 	dockerd := dag.Container().
-		From(pipeline.DindImage).
+		From(image).
 		WithEnvVariable("DOCKER_TLS_CERTDIR", "").
 		WithMountedCache(pipeline.DockerDataPath, dag.CacheVolume(pipeline.DockerDataVolume),
 			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModePrivate}).

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -40,7 +41,7 @@ func TestInitOrder(t *testing.T) {
 // building the query must not panic or fail; only running it may, and then
 // with the engine connection refused.
 func TestFunctionsAreLazy(t *testing.T) {
-	m := New(dag.Directory())
+	m := New(dag.Directory(), "", "", "")
 
 	bin, err := m.Build("linux/arm64", "v1.2.3")
 	if err != nil || bin == nil {
@@ -81,6 +82,8 @@ func TestFunctionsAreLazy(t *testing.T) {
 	assertConnRefused(t, "Workspace(...).Merge", err)
 	_, err = ws.Delete(ctx, false)
 	assertConnRefused(t, "Workspace(...).Delete", err)
+	_, err = ws.Directory(ctx, 0, 0)
+	assertConnRefused(t, "Workspace(...).Directory", err)
 }
 
 // testSidecar is what --sidecar tcp://localhost:7070 gives the module.
@@ -98,7 +101,7 @@ func assertConnRefused(t *testing.T, what string, err error) {
 // TestArgumentsAreValidated checks that bad arguments fail the call before
 // anything is sent to the engine.
 func TestArgumentsAreValidated(t *testing.T) {
-	m := New(dag.Directory())
+	m := New(dag.Directory(), "", "", "")
 	for _, tc := range []struct {
 		name     string
 		platform string
@@ -124,7 +127,7 @@ func TestArgumentsAreValidated(t *testing.T) {
 // refuse bad arguments before asking the engine for anything (had they
 // asked, the error would be a refused connection instead).
 func TestWorkspaceArgumentsAreValidated(t *testing.T) {
-	m := New(dag.Directory())
+	m := New(dag.Directory(), "", "", "")
 	secret := dag.SetSecret("token", "t")
 	unnamed := m.Workspace(testSidecar(), secret, "")
 	named := m.Workspace(testSidecar(), secret, "w")
@@ -139,6 +142,9 @@ func TestWorkspaceArgumentsAreValidated(t *testing.T) {
 		{"commit without --name", func() (string, error) { return unnamed.Commit(ctx, "m") }, wsglue.ErrNoWorkspace},
 		{"merge without --name", func() (string, error) { return unnamed.Merge(ctx, "") }, wsglue.ErrNoWorkspace},
 		{"delete without --name", func() (string, error) { return unnamed.Delete(ctx, false) }, wsglue.ErrNoWorkspace},
+		{"directory without --name", func() (string, error) { return dirCall(unnamed.Directory(ctx, 0, 0)) }, wsglue.ErrNoWorkspace},
+		{"directory with negative --max-files", func() (string, error) { return dirCall(named.Directory(ctx, -1, 0)) }, wsglue.ErrInvalid},
+		{"directory with negative --max-bytes", func() (string, error) { return dirCall(named.Directory(ctx, 0, -1)) }, wsglue.ErrInvalid},
 		{"create with a relative repo", func() (string, error) { return named.Create(ctx, ".", "") }, wsglue.ErrInvalid},
 		{"create with a base but no repo", func() (string, error) { return named.Create(ctx, "", "main") }, wsglue.ErrInvalid},
 		{"list in an unknown format", func() (string, error) { return named.List(ctx, "yaml") }, wsglue.ErrInvalid},
@@ -153,6 +159,160 @@ func TestWorkspaceArgumentsAreValidated(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dirCall adapts Directory's result to the table's (string, error).
+func dirCall(d *dagger.Directory, err error) (string, error) {
+	if d != nil {
+		return "a directory", err
+	}
+	return "", err
+}
+
+// TestImageArguments: bad image references fail every function that uses
+// them, naming the flag, before anything is sent to the engine; the
+// defaults are the pinned images.
+func TestImageArguments(t *testing.T) {
+	m := New(dag.Directory(), "", "", "")
+	if got, err := m.images(); err != nil || got != pipeline.DefaultImages() {
+		t.Errorf("images with no arguments: exp the pinned ones, got %+v, %v", got, err)
+	}
+	m = New(dag.Directory(), "mirror.example/golang:1.26", "", "")
+	if got, err := m.images(); err != nil || got.Go != "mirror.example/golang:1.26" || got.Runtime != pipeline.RuntimeImage {
+		t.Errorf("images with --go-image: exp it and the other defaults, got %+v, %v", got, err)
+	}
+
+	ctx := context.Background()
+	for _, tc := range []struct {
+		flag string
+		m    *Patina
+	}{
+		{"--go-image", New(dag.Directory(), "Not An Image", "", "")},
+		{"--runtime-image", New(dag.Directory(), "", "debian:bad tag", "")},
+		{"--docker-image", New(dag.Directory(), "", "", "docker@sha256:short")},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			check := func(what string, err error) {
+				t.Helper()
+				if err == nil || !strings.HasPrefix(err.Error(), tc.flag+" ") {
+					t.Errorf("%s: exp an error naming %s, got %v", what, tc.flag, err)
+				}
+			}
+			_, err := tc.m.BuildImage("", "")
+			check("BuildImage", err)
+			_, err = tc.m.Test(ctx, true)
+			check("Test(integration)", err)
+			if tc.flag == "--go-image" {
+				_, err = tc.m.Build("", "")
+				check("Build", err)
+				_, err = tc.m.Lint(ctx)
+				check("Lint", err)
+			}
+		})
+	}
+}
+
+// TestImageDefaults checks that New's +default pragmas are the pinned
+// images of internal/pipeline (what --help shows is what a call without
+// the flag uses).
+func TestImageDefaults(t *testing.T) {
+	defaults := map[string]string{}
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "main.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, decl := range file.Decls {
+		d, ok := decl.(*ast.FuncDecl)
+		if !ok || d.Name.Name != "New" {
+			continue
+		}
+		for _, p := range params(file, d) {
+			for _, line := range pragmas(p.doc) {
+				if v, ok := strings.CutPrefix(line, "+default="); ok {
+					var s string
+					if err := json.Unmarshal([]byte(v), &s); err != nil {
+						t.Fatalf("+default of %s is not a JSON string: %v", p.field.Names[0].Name, err)
+					}
+					defaults[p.field.Names[0].Name] = s
+				}
+			}
+		}
+	}
+	exp := map[string]string{"goImage": pipeline.GoImage, "runtimeImage": pipeline.RuntimeImage, "dockerImage": pipeline.DindImage}
+	if !maps.Equal(exp, defaults) {
+		t.Errorf("New's +default values: exp %q, got %q", exp, defaults)
+	}
+}
+
+// TestCachePolicy checks that every function that talks to the sidecar
+// (Workspace and everything on PatinaWorkspace) is marked +cache="never",
+// and that the others carry no cache pragma. The engine caches a function's
+// result by its arguments (for up to 7 days by default): without the mark a
+// second `workspace ... list` returns the first one's answer, however the
+// sidecar changed meanwhile. Build, BuildImage, Test and Lint depend only on
+// their inputs (source, images, arguments) and stay cached.
+func TestCachePolicy(t *testing.T) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "main.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var never, cached []string
+	for _, decl := range file.Decls {
+		d, ok := decl.(*ast.FuncDecl)
+		if !ok || !d.Name.IsExported() {
+			continue
+		}
+		recv := receiver(d)
+		if recv != "Patina" && recv != "PatinaWorkspace" {
+			continue
+		}
+		name := recv + "." + d.Name.Name
+		var policy []string
+		for _, line := range pragmas(d.Doc) {
+			if strings.HasPrefix(line, "+cache") {
+				policy = append(policy, line)
+			}
+		}
+		talks := recv == "PatinaWorkspace" || d.Name.Name == "Workspace"
+		switch {
+		case talks && slices.Equal(policy, []string{`+cache="never"`}):
+			never = append(never, name)
+		case talks:
+			t.Errorf("%s talks to the sidecar: exp exactly one `+cache=\"never\"` line in its doc comment, got %q", name, policy)
+		case len(policy) == 0:
+			cached = append(cached, name)
+		default:
+			t.Errorf("%s: exp no cache pragma (its result depends only on its inputs), got %q", name, policy)
+		}
+	}
+	// Guard against the test looking at nothing.
+	expNever := []string{"Patina.Workspace", "PatinaWorkspace.Create", "PatinaWorkspace.List", "PatinaWorkspace.Exec",
+		"PatinaWorkspace.Diff", "PatinaWorkspace.Commit", "PatinaWorkspace.Merge", "PatinaWorkspace.Delete", "PatinaWorkspace.Directory"}
+	for _, name := range expNever {
+		if !slices.Contains(never, name) {
+			t.Errorf("exp %s among the never-cached functions, got %q", name, never)
+		}
+	}
+	if exp := []string{"Patina.Build", "Patina.BuildImage", "Patina.Test", "Patina.Lint"}; !slices.Equal(exp, cached) {
+		t.Errorf("cached functions: exp %q, got %q", exp, cached)
+	}
+}
+
+// pragmas returns a comment's Dagger pragma lines ("+name=value"), trimmed.
+func pragmas(g *ast.CommentGroup) []string {
+	if g == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range g.List {
+		line := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
+		if strings.HasPrefix(line, "+") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // TestObjectNamesAvoidCoreTypes checks that no object of the module is
@@ -264,8 +424,8 @@ func TestHelpText(t *testing.T) {
 			}
 		}
 	}
-	if functions < 13 {
-		t.Errorf("exp New, Build, BuildImage, Test, Lint, Workspace and its seven functions at least, found %d functions", functions)
+	if functions < 14 {
+		t.Errorf("exp New, Build, BuildImage, Test, Lint, Workspace and its eight functions at least, found %d functions", functions)
 	}
 }
 

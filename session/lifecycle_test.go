@@ -109,10 +109,12 @@ func TestErrexitSemantics(t *testing.T) {
 func TestTimeoutKeepsState(t *testing.T) {
 	m := newManager(t)
 	s := mustCreate(t, m, CreateRequest{ID: "timeout", Cwd: t.TempDir()})
-	run(t, s, "sleep 300 & echo $! > bgpid") // an earlier background job
+	// Durations no other process on the machine uses (the end-to-end
+	// tests' workspaces run `sleep 300` too, visible in this /proc).
+	run(t, s, "sleep 30117 & echo $! > bgpid") // an earlier background job
 	res := runReq(t, s, ExecRequest{
 		Command: "cd /usr; export DURING=1; f() { echo fn; }; echo before; echo err >&2\n" +
-			"bash -c 'sleep 300 & sleep 300'; echo after",
+			"bash -c 'sleep 30118 & sleep 30118'; echo after",
 		Timeout: 300 * time.Millisecond,
 	})
 	if !res.TimedOut || res.Ended || res.ShellReplaced {
@@ -133,7 +135,7 @@ func TestTimeoutKeepsState(t *testing.T) {
 	if !alive(bg) {
 		t.Fatalf("the earlier background job %s was killed by the timeout", bg)
 	}
-	ps := out(t, s, `for p in /proc/[0-9]*; do c=$(tr '\0' ' ' <$p/cmdline 2>/dev/null); [[ $c == "sleep 300 " ]] && echo ${p#/proc/}; done; true`)
+	ps := out(t, s, `for p in /proc/[0-9]*; do c=$(tr '\0' ' ' <$p/cmdline 2>/dev/null); [[ $c == "sleep 3011"[78]" " ]] && echo ${p#/proc/}; done; true`)
 	if n := len(strings.Fields(ps)); n != 1 {
 		t.Fatalf("exp only the earlier background sleep left, found %d: %q", n, ps)
 	}

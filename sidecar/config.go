@@ -1,8 +1,8 @@
-// Package sidecar serves patina workspaces over an HTTP API: each workspace
-// is a git worktree (package worktree) and one long-lived Docker container
-// holding persistent bash sessions (package session, run inside the
-// container by package container). It is the only package that talks to
-// Docker and serves HTTP; the API's types and Go client live in
+// Package sidecar serves patina workspaces over an HTTP API. It wires the
+// workspace domain (package workspace: workspaces, their agents, sessions,
+// files and git) to Docker (package container) and to HTTP: its handlers
+// decode a request, call the domain and encode the answer, and one function
+// maps errors to statuses. The API's types and Go client live in
 // sidecar/client.
 package sidecar
 
@@ -59,8 +59,16 @@ type Config struct {
 	// Docker is the Docker API (default: a client from the environment,
 	// DOCKER_HOST etc., with API version negotiation).
 	Docker DockerAPI
+	// AgentTransport is how the sidecar reaches workspaces' agents: auto
+	// (default), netns or exec (see container.Config).
+	AgentTransport string
+	// AgentBinary is the patina binary shipped into workspaces (default:
+	// this executable; it must be static).
+	AgentBinary string
 }
 
+// withDefaults fills in what the HTTP layer itself uses; the workspace
+// domain fills in its own defaults (limits, timeouts, author).
 func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:7070"
@@ -68,38 +76,8 @@ func (c Config) withDefaults() Config {
 	if c.DefaultImage == "" {
 		c.DefaultImage = image.DefaultTag
 	}
-	if c.DefaultMemoryMB == 0 {
-		c.DefaultMemoryMB = 4096
-	}
-	if c.DefaultCPUs == 0 {
-		c.DefaultCPUs = 2
-	}
-	if c.DefaultPids == 0 {
-		c.DefaultPids = 4096
-	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
-	}
-	if c.MaxFileBytes == 0 {
-		c.MaxFileBytes = 256 << 20
-	}
-	if c.OutputLimit == 0 {
-		c.OutputLimit = 1 << 20
-	}
-	if c.DiffLimit == 0 {
-		c.DiffLimit = 8 << 20
-	}
-	if c.InterruptGrace == 0 {
-		c.InterruptGrace = 500 * time.Millisecond
-	}
-	if c.StopTimeout == 0 {
-		c.StopTimeout = 5 * time.Second
-	}
-	if c.GitAuthorName == "" {
-		c.GitAuthorName = "patina"
-	}
-	if c.GitAuthorEmail == "" {
-		c.GitAuthorEmail = "patina@localhost"
 	}
 	return c
 }

@@ -4,25 +4,22 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
 
-// Sentinel errors of the service; session and worktree errors map too.
+// Errors of the HTTP layer itself; the domain's map too.
 var (
-	errInvalid      = errors.New("invalid request")
-	errNotFound     = errors.New("not found")
-	errExists       = errors.New("already exists")
-	errStopped      = errors.New("stopped")
-	errNoRepository = errors.New("workspace has no git repository")
+	errInvalid      = workspace.ErrInvalid
+	errNotFound     = workspace.ErrNotFound
 	errUnauthorized = errors.New("missing or wrong bearer token")
 	errTooLarge     = errors.New("request body too large")
-	errEscapes      = errors.New("path escapes the workspace")
 	errMethod       = errors.New("method not allowed")
 )
 
@@ -35,43 +32,42 @@ func status(err error) (int, string) {
 		return http.StatusUnauthorized, client.CodeUnauthorized
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, client.CodeMethodNotAllowed
-	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
+	case errors.Is(err, errTooLarge), errors.As(err, &mbe), errors.Is(err, agent.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, client.CodeTooLarge
-	case errors.Is(err, errInvalid), errors.Is(err, errEscapes),
+	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, agent.ErrEscapes),
 		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENAMETOOLONG),
 		errors.Is(err, session.ErrInvalid), errors.Is(err, worktree.ErrInvalidName),
-		errors.Is(err, worktree.ErrUnsupported), errors.Is(err, image.ErrInvalid):
+		errors.Is(err, worktree.ErrUnsupported), errors.Is(err, image.ErrInvalid),
+		errors.Is(err, workspace.ErrUnsupported):
 		return http.StatusBadRequest, client.CodeInvalid
-	case errors.Is(err, errNotFound), errors.Is(err, session.ErrNotFound),
+	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, session.ErrNotFound),
 		errors.Is(err, worktree.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		return http.StatusNotFound, client.CodeNotFound
 	case errors.Is(err, session.ErrBusy):
 		return http.StatusConflict, client.CodeBusy
-	case errors.Is(err, errStopped):
+	case errors.Is(err, workspace.ErrStopped):
 		return http.StatusConflict, client.CodeStopped
 	case errors.Is(err, session.ErrEnded), errors.Is(err, session.ErrClosed):
 		return http.StatusConflict, client.CodeEnded
 	case errors.Is(err, session.ErrNotRunning):
 		return http.StatusConflict, client.CodeNotRunning
-	case errors.Is(err, errNoRepository):
+	case errors.Is(err, workspace.ErrNoRepository):
 		return http.StatusConflict, client.CodeNoRepository
-	case errors.Is(err, errExists), errors.Is(err, session.ErrExists),
+	case errors.Is(err, workspace.ErrExists), errors.Is(err, session.ErrExists),
 		errors.Is(err, worktree.ErrExists), errors.Is(err, worktree.ErrConflict),
-		errors.Is(err, worktree.ErrDirty), errors.Is(err, worktree.ErrMissing),
-		errors.Is(err, worktree.ErrNoTarget), errors.Is(err, os.ErrExist):
+		errors.Is(err, worktree.ErrDirty), errors.Is(err, worktree.ErrNoTarget),
+		errors.Is(err, agent.ErrConflict), errors.Is(err, os.ErrExist):
 		return http.StatusConflict, client.CodeConflict
+	case errors.Is(err, worktree.ErrRejected):
+		return http.StatusUnprocessableEntity, client.CodeRejected
+	case errors.Is(err, worktree.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, client.CodeTooLarge
+	case errors.Is(err, workspace.ErrAdopting):
+		return http.StatusServiceUnavailable, client.CodeAdopting
+	case errors.Is(err, agent.ErrUnavailable), errors.Is(err, session.ErrLocked):
+		return http.StatusServiceUnavailable, client.CodeAgentUnavailable
 	case errors.Is(err, image.ErrMissing):
 		return http.StatusServiceUnavailable, client.CodeUnavailable
 	}
 	return http.StatusInternalServerError, client.CodeInternal
-}
-
-// fileError classifies an os.Root error: os.Root reports a path that leaves
-// the root (by .. or a symlink) only in its message, so this is the one
-// place that reads it.
-func fileError(err error) error {
-	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
-		return errors.Join(errEscapes, err)
-	}
-	return err
 }

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -34,17 +36,17 @@ func TestFilesPath(t *testing.T) {
 	}
 }
 
-func TestCleanRel(t *testing.T) {
+func TestCleanPath(t *testing.T) {
 	good := map[string]string{"": ".", "a": "a", "a/b/": "a/b", "a//b": "a/b", "./a": "a", ".hidden": ".hidden", "a/./b": "a/b"}
 	for in, exp := range good {
-		got, err := cleanRel(in)
+		got, err := workspace.CleanPath(in)
 		if err != nil || got != exp {
 			t.Errorf("%q: exp %q, got %q %v", in, exp, got, err)
 		}
 	}
 	for _, in := range []string{"..", "../x", "a/../../x", "a/..", "x\x00y"} {
-		if _, err := cleanRel(in); !errors.Is(err, errEscapes) {
-			t.Errorf("%q: exp errEscapes, got %v", in, err)
+		if _, err := workspace.CleanPath(in); !errors.Is(err, agent.ErrEscapes) {
+			t.Errorf("%q: exp ErrEscapes, got %v", in, err)
 		}
 	}
 }
@@ -57,16 +59,21 @@ func TestStatusMapping(t *testing.T) {
 	}{
 		{errUnauthorized, 401, client.CodeUnauthorized},
 		{errTooLarge, 413, client.CodeTooLarge},
-		{errEscapes, 400, client.CodeInvalid},
+		{agent.ErrEscapes, 400, client.CodeInvalid},
+		{agent.ErrUnavailable, 503, client.CodeAgentUnavailable},
+		{workspace.ErrAdopting, 503, client.CodeAdopting},
+		{workspace.ErrUnsupported, 400, client.CodeInvalid},
+		{worktree.ErrRejected, 422, client.CodeRejected},
+		{agent.ErrTooLarge, 413, client.CodeTooLarge},
 		{session.ErrInvalid, 400, client.CodeInvalid},
 		{worktree.ErrInvalidName, 400, client.CodeInvalid},
 		{session.ErrNotFound, 404, client.CodeNotFound},
 		{worktree.ErrNotFound, 404, client.CodeNotFound},
 		{session.ErrBusy, 409, client.CodeBusy},
 		{&session.EndedError{ExitCode: 3}, 409, client.CodeEnded},
-		{errStopped, 409, client.CodeStopped},
+		{workspace.ErrStopped, 409, client.CodeStopped},
 		{session.ErrNotRunning, 409, client.CodeNotRunning},
-		{errNoRepository, 409, client.CodeNoRepository},
+		{workspace.ErrNoRepository, 409, client.CodeNoRepository},
 		{worktree.ErrConflict, 409, client.CodeConflict},
 		{worktree.ErrDirty, 409, client.CodeConflict},
 		{errors.New("boom"), 500, client.CodeInternal},

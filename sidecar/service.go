@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -33,29 +32,22 @@ type DockerAPI interface {
 
 var _ DockerAPI = (*client.Client)(nil)
 
-// Service is the sidecar: workspaces and their sessions behind the HTTP
-// API. New, then Start; Shutdown stops the HTTP server and leaves
-// containers and sessions running for the next start to adopt.
+// Service is the sidecar: the workspace domain behind the HTTP API. New,
+// then Start; Shutdown stops the HTTP server and leaves containers, agents
+// and sessions running for the next start to adopt.
 type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	docker DockerAPI
-	images *image.Manager
+	eng    *container.Docker
+	mgr    *workspace.Manager
 	token  string
-	wtCfg  worktree.Config
 
-	base   *slog.Logger // the injected logger, for other components
-	lock   *os.File     // flock on StateDir/serve.lock while serving
-	ln     net.Listener
-	srv    *http.Server
-	done   chan struct{}
-	cancel context.CancelFunc // background work (Docker events)
-
-	mu         sync.RWMutex
-	workspaces map[string]*workspace // by id
-	names      map[string]string     // name -> id
-	reserved   map[string]bool       // names being created
-	repos      map[string]*worktree.Repo
+	lock    *os.File // flock on StateDir/serve.lock while serving
+	ln      net.Listener
+	srv     *http.Server
+	done    chan struct{}
+	adopted <-chan struct{}
 }
 
 // New validates cfg and prepares a Service; nothing listens yet.
@@ -69,7 +61,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
-	if err := os.MkdirAll(filepath.Join(abs, "workspaces"), 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("sidecar: state directory: %w", err)
 	}
 	logger := cfg.Logger
@@ -87,29 +79,59 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	s := &Service{
-		cfg:        cfg,
-		log:        logger.With("component", "sidecar"),
-		base:       logger,
-		docker:     cfg.Docker,
-		token:      tok,
-		done:       make(chan struct{}),
-		workspaces: map[string]*workspace{},
-		names:      map[string]string{},
-		reserved:   map[string]bool{},
-		repos:      map[string]*worktree.Repo{},
+	eng, err := container.New(cfg.Docker, container.Config{
+		StateDir:  abs,
+		Binary:    cfg.AgentBinary,
+		Transport: cfg.AgentTransport,
+		Logger:    logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	s.images = image.New(image.Config{}, cfg.Docker, logger)
-	s.wtCfg = worktree.Config{
-		StateDir: abs,
-		Author:   worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
-		Logger:   logger,
+	images := imageEnsurer{m: image.New(image.Config{}, cfg.Docker, logger), log: logger}
+	mgr, err := workspace.New(workspace.Config{
+		StateDir:        abs,
+		DefaultImage:    cfg.DefaultImage,
+		DefaultMemoryMB: cfg.DefaultMemoryMB,
+		DefaultCPUs:     cfg.DefaultCPUs,
+		DefaultPids:     cfg.DefaultPids,
+		OutputLimit:     cfg.OutputLimit,
+		DiffLimit:       cfg.DiffLimit,
+		MaxFileBytes:    cfg.MaxFileBytes,
+		InterruptGrace:  cfg.InterruptGrace,
+		StopTimeout:     cfg.StopTimeout,
+		GitAuthor:       worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
+		Logger:          logger,
+	}, eng, images)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	return s, nil
+	return &Service{
+		cfg:    cfg,
+		log:    logger.With("component", "sidecar"),
+		docker: cfg.Docker,
+		eng:    eng,
+		mgr:    mgr,
+		token:  tok,
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// imageEnsurer adapts image.Manager to workspace.Images.
+type imageEnsurer struct {
+	m   *image.Manager
+	log *slog.Logger
+}
+
+func (e imageEnsurer) Ensure(ctx context.Context, ref string) error {
+	return e.m.Ensure(ctx, image.EnsureRequest{Ref: ref, Logger: e.log})
 }
 
 // Token returns the bearer token /v1 calls need.
 func (s *Service) Token() string { return s.token }
+
+// Manager returns the workspace domain (for in-process callers and tests).
+func (s *Service) Manager() *workspace.Manager { return s.mgr }
 
 // Addr returns the address the API listens on (after Start).
 func (s *Service) Addr() string {
@@ -122,16 +144,28 @@ func (s *Service) Addr() string {
 // Done is closed when the HTTP server has stopped.
 func (s *Service) Done() <-chan struct{} { return s.done }
 
-// Start adopts the workspaces in the state directory (reattaching to their
-// containers and live sessions), starts listening and serves in the
-// background.
+// Adopted is closed once the workspaces of a previous run are adopted
+// (after Start).
+func (s *Service) Adopted() <-chan struct{} { return s.adopted }
+
+// Start starts listening and serving, then adopts the workspaces of a
+// previous run in the background: the API answers at once, and a
+// workspace reports "adopting" until it is reconnected.
 func (s *Service) Start(ctx context.Context) error {
-	if _, err := s.docker.Ping(ctx); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := s.docker.Ping(pctx)
+	// The client negotiates the API version lazily, and not safely under
+	// concurrent first calls (adoption and the events watcher): now, once.
+	if n, ok := s.docker.(interface{ NegotiateAPIVersion(context.Context) }); ok && err == nil {
+		n.NegotiateAPIVersion(pctx)
+	}
+	cancel()
+	if err != nil {
 		return fmt.Errorf("sidecar: cannot reach the Docker engine (is dockerd running? DOCKER_HOST?): %w", err)
 	}
 	// One sidecar per state directory: a second one must not adopt (and
 	// reattach to) the first one's workspaces.
-	lock, err := os.OpenFile(filepath.Join(s.cfg.StateDir, "serve.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := os.OpenFile(filepath.Join(s.cfg.StateDir, "serve.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("sidecar: %w", err)
 	}
@@ -145,11 +179,6 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("sidecar: listen %s: %w", s.cfg.Addr, err)
 	}
 	s.lock, s.ln = lock, ln
-	// Connections wait in the listen backlog until adoption is done.
-	s.adopt(ctx)
-	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go container.Watch(bg, s.docker, s.cfg.StateDir, s.onContainerEvent)
 	s.srv = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -162,10 +191,11 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Error("http server", "err", err)
 		}
 	}()
+	s.adopted = s.mgr.Adopt()
 	if err := s.writeDiscovery(); err != nil {
 		s.log.Warn("write sidecar.json", "err", err)
 	}
-	s.log.Info("listening", "addr", s.Addr(), "state_dir", s.cfg.StateDir, "workspaces", len(s.workspaces))
+	s.log.Info("listening", "addr", s.Addr(), "state_dir", s.cfg.StateDir, "agent_transport", s.eng.Transport(), "local_engine", s.eng.Local())
 	return nil
 }
 
@@ -178,106 +208,26 @@ type discovery struct {
 
 func (s *Service) writeDiscovery() error {
 	b, _ := json.Marshal(discovery{Addr: s.Addr(), PID: os.Getpid(), Version: s.cfg.Version})
-	return writeFileAtomic(filepath.Join(s.cfg.StateDir, "sidecar.json"), append(b, '\n'))
-}
-
-// writeFileAtomic writes a file through a temporary one and a rename:
-// readers never see half of it, and a crash leaves the old one.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	tmp := filepath.Join(s.cfg.StateDir, "sidecar.json.tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return os.Rename(tmp, filepath.Join(s.cfg.StateDir, "sidecar.json"))
 }
 
 // Shutdown stops accepting requests, waits for those in flight (until ctx
-// ends), then lets go of the sessions without ending them: containers,
-// shells and running commands carry on, and the next Start adopts them.
+// ends), then lets go of the workspaces without stopping them: containers,
+// agents, shells and running commands carry on, and the next Start adopts
+// them.
 func (s *Service) Shutdown(ctx context.Context) error {
 	var err error
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
 	}
-	if s.cancel != nil {
-		s.cancel()
-	}
 	_ = os.Remove(filepath.Join(s.cfg.StateDir, "sidecar.json"))
-	s.mu.RLock()
-	wss := make([]*workspace, 0, len(s.workspaces))
-	for _, w := range s.workspaces {
-		wss = append(wss, w)
-	}
-	s.mu.RUnlock()
-	for _, w := range wss {
-		w.release()
-	}
+	s.mgr.Close()
 	if s.lock != nil {
 		s.lock.Close() // releases the flock
 	}
 	return err
-}
-
-// lookup finds a workspace by id or name.
-func (s *Service) lookup(idOrName string) (*workspace, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if w, ok := s.workspaces[idOrName]; ok {
-		return w, nil
-	}
-	if id, ok := s.names[idOrName]; ok {
-		return s.workspaces[id], nil
-	}
-	return nil, fmt.Errorf("%w: no workspace %q", errNotFound, idOrName)
-}
-
-// list returns the workspaces, oldest first.
-func (s *Service) list() []*workspace {
-	s.mu.RLock()
-	out := make([]*workspace, 0, len(s.workspaces))
-	for _, w := range s.workspaces {
-		out = append(out, w)
-	}
-	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].snapshot(), out[j].snapshot()
-		if !a.CreatedAt.Equal(b.CreatedAt) {
-			return a.CreatedAt.Before(b.CreatedAt)
-		}
-		return a.ID < b.ID
-	})
-	return out
-}
-
-// repo opens (once) the user's repository at path.
-func (s *Service) repo(ctx context.Context, path string) (*worktree.Repo, error) {
-	s.mu.Lock()
-	r, ok := s.repos[path]
-	s.mu.Unlock()
-	if ok {
-		return r, nil
-	}
-	r, err := worktree.Open(ctx, s.wtCfg, path)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev, ok := s.repos[r.Root()]; ok {
-		s.repos[path] = prev
-		return prev, nil
-	}
-	s.repos[path] = r
-	s.repos[r.Root()] = r
-	return r, nil
-}
-
-// onContainerEvent marks a workspace stopped when its container dies or
-// is removed without the sidecar asking.
-func (s *Service) onContainerEvent(id, action string) {
-	w, err := s.lookup(id)
-	if err != nil {
-		return
-	}
-	w.containerEvent(action)
 }

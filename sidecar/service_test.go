@@ -3,10 +3,12 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func newService(t testing.TB) (*Service, *client.Client) {
 		t.Fatalf("the default workspace image is missing and could not be built (Docker and debootstrap are needed): %v", err)
 	}
 	dir := t.TempDir()
-	svc, err := New(Config{Addr: "127.0.0.1:0", StateDir: dir, InterruptGrace: 300 * time.Millisecond})
+	svc, err := New(Config{Addr: "127.0.0.1:0", StateDir: dir, InterruptGrace: 300 * time.Millisecond, AgentBinary: agentBinary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,13 +38,42 @@ func newService(t testing.TB) (*Service, *client.Client) {
 	}
 	c := client.New(svc.Addr(), svc.Token(), nil)
 	t.Cleanup(func() {
-		for _, w := range svc.list() {
-			_ = svc.deleteWorkspace(context.Background(), w, false)
+		for _, w := range svc.mgr.List() {
+			_ = svc.mgr.Delete(context.Background(), w.ID, false)
 		}
 		_ = svc.Shutdown(context.Background())
 	})
 	return svc, c
 }
+
+// agentBinary builds the patina binary (static) once per test process: the
+// agent the service ships into workspaces.
+func agentBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "patina-sidecar-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "patina")
+		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/patina")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./sidecar/cmd/patina: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
 
 // gitRepo makes a user repository with one commit.
 func gitRepo(t testing.TB) string {
@@ -111,7 +142,7 @@ func TestServiceSmoke(t *testing.T) {
 // adopt the first one's workspaces and sessions).
 func TestSecondServiceRefused(t *testing.T) {
 	svc, _ := newService(t)
-	other, err := New(Config{Addr: "127.0.0.1:0", StateDir: svc.cfg.StateDir})
+	other, err := New(Config{Addr: "127.0.0.1:0", StateDir: svc.cfg.StateDir, AgentBinary: svc.cfg.AgentBinary})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,7 @@ func TestAuth(t *testing.T) {
 func TestBadRequests(t *testing.T) {
 	h := Start(t)
 	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bad"})
+	h.Out("bad", "default", "echo one") // command 1, for the offset row
 	exec := "/v1/workspaces/bad/sessions/default/exec"
 	cases := []struct {
 		name, method, path string
@@ -100,6 +101,12 @@ func TestBadRequests(t *testing.T) {
 		{"wrong method", "PUT", "/v1/workspaces", `{}`, 405, "method_not_allowed"},
 		{"wrong method on an action", "GET", "/v1/workspaces/bad/stop", ``, 405, "method_not_allowed"},
 		{"wrong method on files", "POST", "/v1/workspaces/bad/files/x", `x`, 405, "method_not_allowed"},
+		{"memory overflow", "POST", "/v1/workspaces", `{"memory_mb": 17592186044416}`, 400, "invalid"},
+		{"cpus too small", "POST", "/v1/workspaces", `{"cpus": 1e-12}`, 400, "invalid"},
+		{"pids too many", "POST", "/v1/workspaces", `{"pids_limit": 9223372036854775807}`, 400, "invalid"},
+		{"odd image", "POST", "/v1/workspaces", `{"image": "-rf"}`, 400, "invalid"},
+		{"image with spaces", "POST", "/v1/workspaces", `{"image": "a b"}`, 400, "invalid"},
+		{"offset past the end", "GET", "/v1/workspaces/bad/sessions/default/commands/1/stdout?offset=9223372036854775807", ``, 400, "invalid"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -278,9 +285,9 @@ func TestGitFlow(t *testing.T) {
 }
 
 // Code in a workspace cannot make git on the host run a command: the
-// repository's config, hooks and info/ are read-only in the container
-// (objects, refs and the worktree's own git dir stay writable, so git
-// works inside), and a filter configured anyway never runs on a diff.
+// user's git directory is not in the container at all (only its objects,
+// read-only), and the workspace's own repository (where it may configure
+// filters, hooks and fsmonitor as it likes) is never read by host git.
 func TestWorkspaceCannotConfigureHostGit(t *testing.T) {
 	h := Start(t)
 	repo := GitRepo(t, map[string]string{"main.go": "package main\n"})
@@ -291,14 +298,23 @@ func TestWorkspaceCannotConfigureHostGit(t *testing.T) {
 		"git config --file " + common + "/config filter.pw.clean 'sh -c \"touch " + marker + "; cat\"'",
 		"echo 'touch " + marker + "' > " + common + "/hooks/pre-commit",
 		"echo '*.pw filter=pw' > " + common + "/info/attributes",
-		"git config core.fsmonitor 'touch " + marker + "'",
+		"touch /.patina/repo/objects/x",
 	} {
 		if res := h.Exec("sandboxed", "default", cmd); res.ExitCode == 0 {
 			t.Fatalf("exp %q to fail in the workspace, got %+v", cmd, res)
 		}
 	}
+	// The workspace's own repository is its to configure: a filter, a
+	// hook and fsmonitor that would touch the host marker if host git ran
+	// them.
+	h.Out("sandboxed", "default", "mkdir -p "+filepath.Dir(marker)+" && git config filter.pw.clean 'sh -c \"touch "+marker+"; cat\"' && git config filter.pw.smudge 'sh -c \"touch "+marker+"; cat\"' && printf '#!/bin/sh\\ntouch "+marker+"\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit")
 	// git still works inside: status, branches, commits.
 	h.Out("sandboxed", "default", "echo '*.pw filter=pw' > .gitattributes; echo data > t.pw; git status --short >/dev/null && git checkout -q -b patina/topic && git add -A && git commit -qm inside && git checkout -q patina/sandboxed && git merge -q --ff-only patina/topic")
+	// Set last, as it breaks git inside: an fsmonitor host git would run.
+	h.Out("sandboxed", "default", "git config core.fsmonitor 'touch "+marker+"'")
+	// The marker is in the container's /tmp only if the filters ran inside;
+	// on the host it must never appear.
+	_ = os.Remove(marker)
 	ctx := context.Background()
 	d, err := h.Client.Diff(ctx, "sandboxed")
 	if err != nil || !strings.Contains(d.Text, "+data") {
@@ -307,10 +323,13 @@ func TestWorkspaceCannotConfigureHostGit(t *testing.T) {
 	if cr, err := h.Client.Commit(ctx, "sandboxed", client.CommitRequest{Message: "x"}); err != nil || cr.Committed {
 		t.Fatalf("exp nothing left to commit, got %+v %v", cr, err)
 	}
+	if mr, err := h.Client.Merge(ctx, "sandboxed", client.MergeRequest{}); err != nil || !mr.FastForward {
+		t.Fatalf("merge: %+v %v", mr, err)
+	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a command planted from the workspace ran on the host")
 	}
-	if out, _ := exec.Command("git", "-C", repo, "config", "--get-regexp", "filter").Output(); len(out) != 0 {
+	if out, _ := exec.Command("git", "-C", repo, "config", "--get-regexp", "filter|fsmonitor").Output(); len(out) != 0 {
 		t.Fatalf("the repository's config was changed: %s", out)
 	}
 }

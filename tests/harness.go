@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,10 +35,14 @@ type Harness struct {
 	Token    string
 	Client   *pclient.Client
 
+	// Env is added to the sidecar's environment (DOCKER_HOST for another
+	// engine, say).
+	Env []string
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
-	logs   *bytes.Buffer
+	logs   *syncBuffer
 }
 
 var (
@@ -58,7 +63,10 @@ func RepoRoot() string {
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("patina-e2e-bin-%d", os.Getuid()))
+		// One place per checkout: two clones testing at once must not run
+		// each other's binary.
+		sum := sha256.Sum256([]byte(RepoRoot()))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("patina-e2e-bin-%d-%x", os.Getuid(), sum[:6]))
 		if buildErr = os.MkdirAll(dir, 0o755); buildErr != nil {
 			return
 		}
@@ -68,7 +76,9 @@ func Binary(t testing.TB) string {
 			return
 		}
 		tmp.Close()
+		// Static: the same binary runs as the agent in any workspace image.
 		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./sidecar/cmd/patina")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Dir = RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.Remove(tmp.Name())
@@ -110,10 +120,19 @@ func RequireDocker(t testing.TB) {
 }
 
 // Start starts a sidecar on a fresh state directory.
-func Start(t testing.TB) *Harness {
+func Start(t testing.TB) *Harness { return StartWithEnv(t, nil) }
+
+// StartWithEnv starts a sidecar with more environment (DOCKER_HOST=...).
+func StartWithEnv(t testing.TB, env []string) *Harness {
+	t.Helper()
+	return StartIn(t, t.TempDir(), "e2e-"+fmt.Sprint(time.Now().UnixNano()), env)
+}
+
+// StartIn starts a sidecar on a given state directory and token.
+func StartIn(t testing.TB, stateDir, token string, env []string) *Harness {
 	t.Helper()
 	RequireDocker(t)
-	h := &Harness{t: t, Bin: Binary(t), StateDir: t.TempDir(), Token: "e2e-" + fmt.Sprint(time.Now().UnixNano())}
+	h := &Harness{t: t, Bin: Binary(t), StateDir: stateDir, Token: token, Env: env}
 	h.Launch()
 	t.Cleanup(h.cleanup)
 	return h
@@ -124,8 +143,9 @@ func Start(t testing.TB) *Harness {
 func (h *Harness) Launch() {
 	h.t.Helper()
 	_ = os.Remove(filepath.Join(h.StateDir, "sidecar.json"))
-	logs := &bytes.Buffer{}
+	logs := &syncBuffer{}
 	cmd := exec.Command(h.Bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), h.Env...)
 	cmd.Stdout = logs
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -219,13 +239,15 @@ func (h *Harness) cleanup() {
 			<-exited
 		}
 	}
-	// Whatever the API could not delete.
-	if dc, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
-		if owned, err := container.List(ctx, dc, h.StateDir); err == nil {
-			for _, c := range owned {
-				_ = container.Remove(ctx, dc, c.ID)
-			}
+	// Whatever the API could not delete: containers and volumes.
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	for _, kv := range h.Env {
+		if host, ok := strings.CutPrefix(kv, "DOCKER_HOST="); ok {
+			opts = append(opts, client.WithHost(host))
 		}
+	}
+	if dc, err := client.NewClientWithOpts(opts...); err == nil {
+		_ = container.Cleanup(ctx, dc, h.StateDir)
 		dc.Close()
 	}
 	if h.t.Failed() {
@@ -362,4 +384,23 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 func IsCode(err error, code string) bool {
 	var ae *pclient.APIError
 	return errors.As(err, &ae) && ae.Code == code
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

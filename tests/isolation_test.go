@@ -12,7 +12,12 @@ import (
 
 // The six seed isolation tests: two sessions in one workspace, over HTTP.
 func TestSessionIsolation(t *testing.T) {
-	h := Start(t)
+	checkSessionIsolation(t, Start(t))
+}
+
+// checkSessionIsolation runs the six isolation tests in a new workspace
+// "iso" of h's sidecar.
+func checkSessionIsolation(t *testing.T, h *Harness) {
 	ws := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "iso"})
 	h.CreateSession(ws.ID, client.CreateSessionRequest{ID: "a"})
 	h.CreateSession(ws.Name, client.CreateSessionRequest{ID: "b"})

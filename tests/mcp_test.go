@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -294,30 +293,5 @@ func removeContainers(t testing.TB, stateDir string) {
 		return
 	}
 	defer dc.Close()
-	owned, err := container.List(ctx, dc, stateDir)
-	if err != nil {
-		return
-	}
-	for _, c := range owned {
-		_ = container.Remove(ctx, dc, c.ID)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	_ = container.Cleanup(ctx, dc, stateDir)
 }

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -57,9 +56,7 @@ func TestContainerRemovedBehindOurBack(t *testing.T) {
 	w := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "gone"})
 	h.Out("gone", "default", "cd /usr; export KEEP=1; echo data > /workspace/file")
 	time.Sleep(100 * time.Millisecond) // let the idle state snapshot happen
-	if out, err := exec.Command("docker", "rm", "-f", w.ContainerID).CombinedOutput(); err != nil {
-		t.Fatalf("docker rm: %v %s", err, out)
-	}
+	RemoveContainer(t, w.ContainerID)
 	ctx := context.Background()
 	WaitFor(t, "the workspace to be reported stopped", 10*time.Second, func() bool {
 		w, err := h.Client.GetWorkspace(ctx, "gone")
@@ -123,4 +120,44 @@ func TestStopStart(t *testing.T) {
 		t.Fatalf("log: %s", got)
 	}
 	_ = w
+}
+
+// kill -9 -1 inside a workspace kills its agent (and every process but the
+// shell that ran it): the sidecar starts a new agent, the command's result
+// comes back, the session's state is intact, and the API says what
+// happened.
+func TestAgentKilledFromInside(t *testing.T) {
+	h := Start(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "killer"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	h.Out("killer", "default", "cd /tmp; export KEPT=yes")
+	before, _ := h.Client.GetWorkspace(context.Background(), "killer")
+	res := h.Exec("killer", "default", "kill -9 -1; sleep 0.3; echo survived")
+	if res.ExitCode != 0 || res.Stdout != "survived\n" {
+		t.Fatalf("the command that killed the agent: %+v", res)
+	}
+	if got := h.Out("killer", "default", "echo $PWD $KEPT"); got != "/tmp yes\n" {
+		t.Fatalf("the session after the agent's restart: %q", got)
+	}
+	ctx := context.Background()
+	WaitFor(t, "the restart reported", 10*time.Second, func() bool {
+		w, err := h.Client.GetWorkspace(ctx, "killer")
+		return err == nil && w.Agent != nil && w.Agent.Restarts >= 1 && w.Agent.LastRestartReason != "" && w.Agent.PID != before.Agent.PID
+	})
+	w, _ := h.Client.GetWorkspace(ctx, "killer")
+	t.Logf("agent after kill -9 -1: %+v", *w.Agent)
+	lg, err := h.Client.Log(ctx, "killer")
+	found := false
+	for _, e := range lg {
+		found = found || e.Kind == "agent-restarted"
+	}
+	if err != nil || !found {
+		t.Fatalf("exp an agent-restarted event in the log: %+v %v", lg, err)
+	}
+	if w.Status != client.StatusRunning {
+		t.Fatalf("the workspace: %+v", w)
+	}
+	if got := h.Out("bystander", "default", "echo fine"); got != "fine\n" {
+		t.Fatalf("the other workspace: %q", got)
+	}
 }

@@ -1,9 +1,7 @@
 package worktree
 
 import (
-	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -13,16 +11,19 @@ func TestApply(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ws := mustCreate(t, r, CreateRequest{Name: "squash"})
-	agentCommit(t, r, ws, map[string]string{"committed.txt": "committed\n"})
-	writeFile(t, filepath.Join(ws.Path, "src", "a.txt"), "alpha, uncommitted\n")
-	writeFile(t, filepath.Join(ws.Path, "untracked.txt"), "untracked\n")
+	in := newInside(t, ws)
+	agentCommit(t, r, ws, in, map[string]string{"committed.txt": "committed\n"})
+	writeFile(t, filepath.Join(in.Dir, "src", "a.txt"), "alpha, uncommitted\n")
+	writeFile(t, filepath.Join(in.Dir, "untracked.txt"), "untracked\n")
 	// The user moved on meanwhile, and has a local edit elsewhere.
 	userTip := userCommit(t, repo, map[string]string{"user.txt": "user\n"})
 	writeFile(t, filepath.Join(repo, "src", "b.txt"), "bravo, user's edit\n")
 
-	res, err := r.Apply(ctx, "squash", ApplyRequest{})
+	st := mustState(t, in)
+	req := ApplyRequest{Snapshot: st.Snapshot, Source: insideSource{in}}
+	res, err := r.Apply(ctx, "squash", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestApply(t *testing.T) {
 	}
 
 	// Applying again: already there, nothing to do.
-	again, err := r.Apply(ctx, "squash", ApplyRequest{})
+	again, err := r.Apply(ctx, "squash", req)
 	if err != nil || len(again.Files) != 0 {
 		t.Fatalf("exp a no-op, got %+v, %v", again, err)
 	}
@@ -64,9 +65,11 @@ func TestApplyCommittedOnly(t *testing.T) {
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
 	ws := mustCreate(t, r, CreateRequest{Name: "committed"})
-	agentCommit(t, r, ws, map[string]string{"committed.txt": "committed\n"})
-	writeFile(t, filepath.Join(ws.Path, "uncommitted.txt"), "not this\n")
-	if _, err := r.Apply(context.Background(), "committed", ApplyRequest{CommittedOnly: true}); err != nil {
+	in := newInside(t, ws)
+	agentCommit(t, r, ws, in, map[string]string{"committed.txt": "committed\n"})
+	writeFile(t, filepath.Join(in.Dir, "uncommitted.txt"), "not this\n")
+	st := mustState(t, in)
+	if _, err := r.Apply(testCtx(t), "committed", ApplyRequest{Snapshot: st.Snapshot, Source: insideSource{in}, CommittedOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	if exp, got := "A\tcommitted.txt", gitT(t, repo, "diff", "--cached", "--name-status"); exp != got {
@@ -101,14 +104,16 @@ func TestApplyRefusals(t *testing.T) {
 			repo := newUserRepo(t)
 			r := openRepo(t, repo)
 			ws := mustCreate(t, r, CreateRequest{Name: "refused"})
-			writeFile(t, filepath.Join(ws.Path, "src", "a.txt"), "agent's alpha\n")
-			writeFile(t, filepath.Join(ws.Path, "agent.txt"), "agent\n")
-			writeFile(t, filepath.Join(ws.Path, "agent.log"), "forced in\n")
-			gitT(t, ws.Path, "add", "-f", "agent.log")
+			in := newInside(t, ws)
+			writeFile(t, filepath.Join(in.Dir, "src", "a.txt"), "agent's alpha\n")
+			writeFile(t, filepath.Join(in.Dir, "agent.txt"), "agent\n")
+			writeFile(t, filepath.Join(in.Dir, "agent.log"), "forced in\n")
+			gitT(t, in.Dir, "add", "-f", "agent.log")
+			st := mustState(t, in)
 			tc.user(t, repo)
 			before := snapshotUser(t, repo)
 
-			_, err := r.Apply(context.Background(), "refused", ApplyRequest{})
+			_, err := r.Apply(testCtx(t), "refused", ApplyRequest{Snapshot: st.Snapshot, Source: insideSource{in}})
 			wantErr(t, err, tc.exp)
 			var fe *FilesError
 			if !errors.As(err, &fe) || !reflect.DeepEqual(tc.files, fe.Files) {
@@ -119,18 +124,28 @@ func TestApplyRefusals(t *testing.T) {
 	}
 }
 
-func TestApplyMissingWorktree(t *testing.T) {
+// Apply without a snapshot applies the recorded tip; a hostile snapshot is
+// refused before anything is written.
+func TestApplyRecordedAndRefusedSnapshot(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ws := mustCreate(t, r, CreateRequest{Name: "gone"})
-	agentCommit(t, r, ws, map[string]string{"kept.txt": "kept\n"})
-	if err := os.RemoveAll(ws.Path); err != nil {
+	ws := mustCreate(t, r, CreateRequest{Name: "rec"})
+	in := newInside(t, ws)
+	agentCommit(t, r, ws, in, map[string]string{"kept.txt": "kept\n"})
+
+	blob := hashIn(t, in.Dir, "blob", "a blob\n")
+	before := snapshotUser(t, repo)
+	repoBefore := snapshotRepo(t, repo)
+	_, err := r.Apply(testCtx(t), "rec", ApplyRequest{Snapshot: blob, Source: bytesSource(rawPack(t, in.Dir, blob))})
+	wantErr(t, err, ErrRejected)
+	wantSameUser(t, before, snapshotUser(t, repo))
+	wantSameRepo(t, repoBefore, snapshotRepo(t, repo))
+
+	if _, err := r.Apply(testCtx(t), "rec", ApplyRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Apply(context.Background(), "gone", ApplyRequest{})
-	wantErr(t, err, ErrMissing)
-	if _, err := r.Apply(context.Background(), "gone", ApplyRequest{CommittedOnly: true}); err != nil {
-		t.Fatalf("exp committed work to apply without the worktree, got %v", err)
+	if exp, got := "A\tkept.txt", gitT(t, repo, "diff", "--cached", "--name-status"); exp != got {
+		t.Fatalf("exp staged %q, got %q", exp, got)
 	}
 }

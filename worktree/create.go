@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 )
@@ -13,11 +12,12 @@ import (
 // clean-ups, which run even when the caller's context is done.
 const cleanupTimeout = 30 * time.Second
 
-// Create makes a workspace: an initial empty commit of its own on top of
-// the base, branch patina/<name> pointing at it, and a worktree of that
-// branch at <StateDir>/worktrees/<repo-key>/<name>; then writes the state
-// note and logs "created". The user's index and working tree are not
-// touched. On failure everything made so far is undone.
+// Create makes a workspace in the user's repository: branch patina/<name>
+// at the base commit itself, an anchor blob of its own, and on the anchor
+// the state note and a log note saying "created". Its files and its
+// repository inside the container are the sidecar's (Inside.Init). The
+// user's index and working tree are not touched. On failure everything
+// made so far is undone.
 func (r *Repo) Create(ctx context.Context, req CreateRequest) (Workspace, error) {
 	ws, err := r.create(ctx, req)
 	if err != nil {
@@ -27,7 +27,7 @@ func (r *Repo) Create(ctx context.Context, req CreateRequest) (Workspace, error)
 		}
 		return Workspace{}, fmt.Errorf("%s: %w", op, err)
 	}
-	r.logger.Info("workspace created", "workspace", ws.Name, "workspace_id", ws.ID, "base_commit", ws.BaseCommit, "path", ws.Path)
+	r.logger.Info("workspace created", "workspace", ws.Name, "workspace_id", ws.ID, "base_commit", ws.BaseCommit)
 	return ws, nil
 }
 
@@ -81,29 +81,20 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 		return Workspace{}, err
 	}
 
-	ws := Workspace{
-		ID:           id,
-		Name:         name,
-		Branch:       BranchPrefix + name,
-		Path:         r.pathFor(name),
-		Repo:         r.root,
-		GitCommonDir: r.commonDir,
-		BaseRef:      baseRef,
-		BaseCommit:   baseCommit,
-		CreatedAt:    time.Now().UTC(),
-		Image:        req.Image,
-		Meta:         meta,
-	}
-
-	// The initial commit carries the workspace id, so it is unique even for
-	// two workspaces made from the same base in the same second.
-	msg := fmt.Sprintf("patina: start workspace %s\n\nPatina-Workspace-Id: %s\n", name, id)
-	out, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"commit-tree", baseCommit + "^{tree}", "-p", baseCommit, "-F", "-"}, stdin: []byte(msg)})
-	if err != nil {
-		return Workspace{}, fmt.Errorf("initial commit: %w", err)
-	}
-	ws.Commit = strings.TrimSpace(string(out))
-	ws.Head = ws.Commit
+	ws := r.newWorkspace(noteState{
+		obj: r.format.anchorID(id),
+		st: stateNote{
+			Version:    FormatCurrent,
+			ID:         id,
+			Name:       name,
+			Branch:     BranchPrefix + name,
+			BaseRef:    baseRef,
+			BaseCommit: baseCommit,
+			CreatedAt:  time.Now().UTC(),
+			Image:      req.Image,
+			Meta:       meta,
+		},
+	}, baseCommit)
 
 	var undo []func(context.Context)
 	ok := false
@@ -120,36 +111,21 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 
 	ref := branchRef(name)
 	// An empty old value makes update-ref fail if the branch appeared.
-	if _, err := r.run(ctx, "update-ref", "-m", "patina: create workspace "+name, ref, ws.Commit, ""); err != nil {
+	if _, err := r.run(ctx, "update-ref", "-m", "patina: create workspace "+name, ref, baseCommit, ""); err != nil {
 		return Workspace{}, fmt.Errorf("create branch %s: %w", ws.Branch, err)
 	}
 	undo = append(undo, func(ctx context.Context) {
-		if _, err := r.run(ctx, "update-ref", "-d", ref, ws.Commit); err != nil {
+		if _, err := r.run(ctx, "update-ref", "-d", ref, baseCommit); err != nil {
 			r.logger.Warn("rollback: delete branch", "branch", ws.Branch, "err", err)
 		}
 	})
 
-	if err := os.MkdirAll(r.wtRoot, 0o755); err != nil {
-		return Workspace{}, fmt.Errorf("worktrees dir: %w", err)
-	}
-	if _, err := r.run(ctx, "worktree", "add", "--quiet", "--", ws.Path, ws.Branch); err != nil {
-		return Workspace{}, fmt.Errorf("worktree add %s: %w", ws.Path, err)
-	}
-	undo = append(undo, func(ctx context.Context) {
-		if _, err := r.run(ctx, "worktree", "remove", "--force", "--force", ws.Path); err != nil {
-			r.logger.Warn("rollback: remove worktree", "path", ws.Path, "err", err)
-		}
-	})
-	if ws.GitDir, err = r.adminDir(ws.Path); err != nil {
-		return Workspace{}, err
-	}
-
-	if err := r.writeState(ctx, ws.Commit, stateOf(ws)); err != nil {
+	if err := r.writeState(ctx, ws); err != nil {
 		return Workspace{}, err
 	}
 	undo = append(undo, func(ctx context.Context) {
-		if err := r.removeNote(ctx, StateNotesRef, ws.Commit); err != nil {
-			r.logger.Warn("rollback: remove state note", "commit", ws.Commit, "err", err)
+		if err := r.removeNote(ctx, StateNotesRef, ws.Anchor); err != nil {
+			r.logger.Warn("rollback: remove state note", "anchor", ws.Anchor, "err", err)
 		}
 	})
 
@@ -163,31 +139,27 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 	}
 	// A new workspace has no log yet: write it rather than append.
 	line := Event{Time: ws.CreatedAt, Kind: EventCreated, Message: created}.String() + "\n"
-	if err := r.writeNote(ctx, LogNotesRef, ws.Commit, []byte(line)); err != nil {
+	if err := r.writeNote(ctx, LogNotesRef, ws.Anchor, []byte(line)); err != nil {
 		return Workspace{}, err
 	}
 	ok = true
 	return ws, nil
 }
 
-// checkFree fails with ErrExists if name is taken by a workspace, a branch
-// or a directory.
+// checkFree fails with ErrExists if name is taken by a workspace or a
+// branch.
 func (r *Repo) checkFree(ctx context.Context, name string, existing []noteState) error {
 	for _, ns := range existing {
 		if ns.st.Name == name {
 			return fmt.Errorf("%w: workspace %q", ErrExists, name)
 		}
 	}
-	ref := branchRef(name)
-	exists, err := r.refExists(ctx, ref)
+	exists, err := r.refExists(ctx, branchRef(name))
 	if err != nil {
 		return err
 	}
 	if exists {
 		return fmt.Errorf("%w: branch %s%s (kept from a deleted workspace?)", ErrExists, BranchPrefix, name)
-	}
-	if _, err := os.Lstat(r.pathFor(name)); err == nil {
-		return fmt.Errorf("%w: directory %s", ErrExists, r.pathFor(name))
 	}
 	return nil
 }
@@ -199,7 +171,7 @@ func (r *Repo) resolveBase(ctx context.Context, base string) (commit, ref string
 	if rev == "" {
 		rev = "HEAD"
 	}
-	commit, err = r.revParse(ctx, r.root, rev+"^{commit}")
+	commit, err = r.revParse(ctx, nil, rev+"^{commit}")
 	if errors.Is(err, ErrNotFound) && base == "" {
 		return "", "", fmt.Errorf("%w: the repository has no commits yet (HEAD is unborn); commit something first", ErrUnsupported)
 	}

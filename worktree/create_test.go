@@ -1,12 +1,11 @@
 package worktree
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -31,14 +30,14 @@ func TestCreate(t *testing.T) {
 	if exp, got := "patina/"+ws.Name, ws.Branch; exp != got {
 		t.Errorf("exp branch %s, got %s", exp, got)
 	}
-	if exp, got := filepath.Join(r.WorktreesDir(), ws.Name), ws.Path; exp != got {
-		t.Errorf("exp path %s, got %s", exp, got)
-	}
 	if exp, got := repo, ws.Repo; exp != got {
 		t.Errorf("exp repo %s, got %s", exp, got)
 	}
 	if exp, got := filepath.Join(repo, ".git"), ws.GitCommonDir; exp != got {
 		t.Errorf("exp common dir %s, got %s", exp, got)
+	}
+	if exp, got := []string{filepath.Join(repo, ".git", "objects")}, ws.ObjectDirs; !reflect.DeepEqual(exp, got) {
+		t.Errorf("exp object dirs %q, got %q", exp, got)
 	}
 	if exp, got := "refs/heads/main", ws.BaseRef; exp != got {
 		t.Errorf("exp base ref %s, got %s", exp, got)
@@ -49,41 +48,28 @@ func TestCreate(t *testing.T) {
 	if exp, got := `{"container":"c1","sessions":[]}`, string(ws.Meta); exp != got {
 		t.Errorf("exp meta %s, got %s", exp, got)
 	}
-	if time.Since(ws.CreatedAt) > time.Minute || ws.Missing || ws.Image != "debian:bookworm" {
+	if time.Since(ws.CreatedAt) > time.Minute || ws.Image != "debian:bookworm" || ws.Format != FormatCurrent || ws.Legacy || ws.LegacyPath != "" {
 		t.Errorf("unexpected workspace %+v", ws)
 	}
 
-	// The initial commit is empty, on the base, and the branch tip.
-	if exp, got := ws.Commit, gitT(t, repo, "rev-parse", "refs/heads/patina/"+ws.Name); exp != got {
-		t.Errorf("exp branch at initial commit %s, got %s", exp, got)
+	// The branch starts at the base commit itself: no start commit.
+	if exp, got := head, gitT(t, repo, "rev-parse", "refs/heads/patina/"+ws.Name); exp != got {
+		t.Errorf("exp branch at the base %s, got %s", exp, got)
 	}
-	if exp, got := head, gitT(t, repo, "rev-parse", ws.Commit+"^"); exp != got {
-		t.Errorf("exp initial commit's parent %s, got %s", exp, got)
-	}
-	if exp, got := gitT(t, repo, "rev-parse", head+"^{tree}"), gitT(t, repo, "rev-parse", ws.Commit+"^{tree}"); exp != got {
-		t.Errorf("exp an empty initial commit (tree %s), got tree %s", exp, got)
-	}
-	if exp, got := ws.Commit, ws.Head; exp != got {
+	if exp, got := head, ws.Head; exp != got {
 		t.Errorf("exp head %s, got %s", exp, got)
 	}
-
-	// The worktree is checked out on the branch, outside the user's tree.
-	if exp, got := "alpha\n", readFile(t, filepath.Join(ws.Path, "src", "a.txt")); exp != got {
-		t.Errorf("exp checked-out file %q, got %q", exp, got)
+	// The notes hang on an anchor blob of the workspace's own.
+	if exp, got := "blob", gitT(t, repo, "cat-file", "-t", ws.Anchor); exp != got {
+		t.Errorf("exp the anchor to be a %s, got %s", exp, got)
 	}
-	if exp, got := "refs/heads/patina/"+ws.Name, gitT(t, ws.Path, "symbolic-ref", "HEAD"); exp != got {
-		t.Errorf("exp worktree on %s, got %s", exp, got)
+	if exp, got := "patina workspace "+ws.ID, gitT(t, repo, "cat-file", "blob", ws.Anchor); exp != got {
+		t.Errorf("exp anchor content %q, got %q", exp, got)
 	}
-	if within(ws.Path, repo) {
-		t.Errorf("worktree %s inside the user's tree %s", ws.Path, repo)
+	if !strings.Contains(gitT(t, repo, "notes", "--ref", "patina-state", "show", ws.Anchor), ws.ID) {
+		t.Errorf("exp the state note on the anchor")
 	}
 	wantSameUser(t, before, snapshotUser(t, repo))
-
-	// Opening from inside the workspace finds the same repository.
-	inside := openRepo(t, filepath.Join(ws.Path, "src"))
-	if inside.Root() != repo || inside.GitCommonDir() != r.GitCommonDir() {
-		t.Errorf("exp %s from inside the workspace, got %s", repo, inside.Root())
-	}
 }
 
 func TestCreateBases(t *testing.T) {
@@ -126,12 +112,9 @@ func TestCreateRefuses(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	mustCreate(t, r, CreateRequest{Name: "taken"})
 	gitT(t, repo, "branch", "patina/userbranch")
-	if err := os.MkdirAll(filepath.Join(r.WorktreesDir(), "strayDir"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 
 	tests := []struct {
 		req CreateRequest
@@ -139,7 +122,6 @@ func TestCreateRefuses(t *testing.T) {
 	}{
 		{CreateRequest{Name: "taken"}, ErrExists},
 		{CreateRequest{Name: "userbranch"}, ErrExists},
-		{CreateRequest{Name: "strayDir"}, ErrExists},
 		{CreateRequest{Name: "../escape"}, ErrInvalidName},
 		{CreateRequest{Name: "-x"}, ErrInvalidName},
 		{CreateRequest{Name: "ok1", Base: "--orphan"}, ErrInvalidName},
@@ -169,7 +151,7 @@ func TestCreateRefuses(t *testing.T) {
 }
 
 // 20 workspaces created at once in one repository, through two Repo
-// values, all succeed with distinct branches and worktrees.
+// values, all succeed with distinct branches and anchors.
 func TestCreateConcurrent(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
@@ -185,22 +167,23 @@ func TestCreateConcurrent(t *testing.T) {
 			if i%2 == 0 {
 				req.Name = fmt.Sprintf("named-%d", i)
 			}
-			results[i], errs[i] = repos[i%2].Create(context.Background(), req)
+			results[i], errs[i] = repos[i%2].Create(testCtx(t), req)
 		})
 	}
 	wg.Wait()
-	branches, ids := map[string]bool{}, map[string]bool{}
+	branches, ids, anchors := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)
 		}
 		branches[results[i].Branch] = true
 		ids[results[i].ID] = true
+		anchors[results[i].Anchor] = true
 	}
-	if len(branches) != n || len(ids) != n {
-		t.Fatalf("exp %d distinct branches and ids, got %d and %d", n, len(branches), len(ids))
+	if len(branches) != n || len(ids) != n || len(anchors) != n {
+		t.Fatalf("exp %d distinct branches, ids and anchors, got %d, %d and %d", n, len(branches), len(ids), len(anchors))
 	}
-	list, err := repos[0].List(context.Background())
+	list, err := repos[0].List(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,13 +191,9 @@ func TestCreateConcurrent(t *testing.T) {
 		t.Fatalf("exp %d listed, got %d", exp, got)
 	}
 	for _, ws := range list {
-		if ws.Missing || !branches[ws.Branch] {
+		if !branches[ws.Branch] {
 			t.Errorf("unexpected listed workspace %+v", ws)
 		}
-	}
-	wts := strings.Count(gitT(t, repo, "worktree", "list", "--porcelain"), "worktree ")
-	if exp, got := n+1, wts; exp != got {
-		t.Fatalf("exp %d worktrees, got %d", exp, got)
 	}
 	if _, err := gitTry(repo, "fsck", "--no-progress"); err != nil {
 		t.Fatalf("fsck: %v", err)

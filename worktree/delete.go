@@ -3,14 +3,16 @@ package worktree
 import (
 	"context"
 	"fmt"
-	"os"
 )
 
-// Delete removes a workspace: its worktree (uncommitted work in it is
-// discarded), its state note and, unless req.KeepBranch, its branch and its
-// log note. With KeepBranch the branch and the log stay for review (the
-// name stays taken by the branch). It refuses (ErrConflict) to delete a
-// branch checked out in another working tree.
+// Delete removes a workspace from the user's repository: its state note
+// and, unless req.KeepBranch, its branch (compare-and-swap) and its log
+// note. With KeepBranch the branch and the log stay for review (the name
+// stays taken by the branch). It refuses (ErrConflict) to delete a branch
+// checked out in one of the user's working trees. A legacy workspace's
+// worktree admin directory goes too. No other ref is left behind; objects
+// the workspace brought in stay until git's gc finds them unreachable. The
+// workspace's files and container are the sidecar's to remove.
 func (r *Repo) Delete(ctx context.Context, nameOrID string, req DeleteRequest) error {
 	if err := r.delete(ctx, nameOrID, req); err != nil {
 		return fmt.Errorf("delete %s: %w", nameOrID, err)
@@ -29,42 +31,26 @@ func (r *Repo) delete(ctx context.Context, nameOrID string, req DeleteRequest) e
 		return err
 	}
 	ref := branchRef(ws.Name)
-	wts, err := listWorktrees(ctx, r.git, r.root)
-	if err != nil {
-		return err
-	}
-	var remove []string
-	for _, wt := range wts[1:] {
-		if wt.path == ws.Path {
-			remove = append(remove, wt.path)
-		} else if wt.branch == ref && !wt.prunable && !req.KeepBranch {
-			return fmt.Errorf("%w: branch %s is checked out in %s", ErrConflict, ws.Branch, wt.path)
+	if !req.KeepBranch && ws.Head != "" {
+		dir, _, err := r.checkedOut(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if dir != "" {
+			return fmt.Errorf("%w: branch %s is checked out in %s", ErrConflict, ws.Branch, dir)
 		}
 	}
-	if len(wts) > 0 && wts[0].branch == ref && !req.KeepBranch {
-		return fmt.Errorf("%w: branch %s is checked out in %s", ErrConflict, ws.Branch, wts[0].path)
-	}
-
-	for _, p := range remove {
-		if _, err := r.run(ctx, "worktree", "remove", "--force", "--force", p); err != nil {
-			return fmt.Errorf("worktree remove %s: %w", p, err)
+	if ws.Legacy {
+		if _, err := r.removeLegacyAdmin(ctx, ws.Name); err != nil {
+			return err
 		}
 	}
-	// A directory git does not know (left by a failed step) goes too, but
-	// only inside patina's own worktrees dir.
-	if own := r.pathFor(ws.Name); within(own, r.wtRoot) {
-		if _, err := os.Lstat(own); err == nil && !isWorktreeDir(own) {
-			if err := os.RemoveAll(own); err != nil {
-				return err
-			}
-		}
-	}
-	msg := "worktree removed"
+	msg := "workspace deleted"
 	if req.KeepBranch {
 		msg += ", branch kept at " + ws.Head
 	}
 	r.logEvent(ctx, ws, Event{Kind: EventDeleted, Message: msg})
-	if err := r.removeNote(ctx, StateNotesRef, ws.Commit); err != nil {
+	if err := r.removeNote(ctx, StateNotesRef, ws.Anchor); err != nil {
 		return err
 	}
 	if !req.KeepBranch {
@@ -73,7 +59,7 @@ func (r *Repo) delete(ctx context.Context, nameOrID string, req DeleteRequest) e
 				return fmt.Errorf("delete branch %s: %w", ws.Branch, err)
 			}
 		}
-		if err := r.removeNote(ctx, LogNotesRef, ws.Commit); err != nil {
+		if err := r.removeNote(ctx, LogNotesRef, ws.Anchor); err != nil {
 			return err
 		}
 	}

@@ -5,60 +5,131 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
-// Diff returns a workspace's change against its base (see diffBase):
-// committed work, uncommitted changes and untracked files (not ignored
-// ones), as unified diff text and a per-file summary; Diff.Base says which
-// commit it is against. It stages nothing: the
-// worktree's state is snapshotted through a temporary index, so neither the
-// user's index nor the workspace's own is touched.
-func (r *Repo) Diff(ctx context.Context, nameOrID string) (Diff, error) {
-	ws, err := r.lookup(ctx, nameOrID)
-	if err != nil {
-		return Diff{}, fmt.Errorf("diff %s: %w", nameOrID, err)
-	}
-	if ws.Missing {
-		return Diff{}, fmt.Errorf("diff %s: %w: %s (repair or delete the workspace)", nameOrID, ErrMissing, ws.Path)
-	}
-	tree, err := r.snapshot(ctx, ws.Path)
-	if err != nil {
-		return Diff{}, fmt.Errorf("diff %s: %w", nameOrID, err)
-	}
-	base, err := r.diffBase(ctx, ws)
-	if err != nil {
-		return Diff{}, fmt.Errorf("diff %s: %w", nameOrID, err)
-	}
-	d, err := r.diffTrees(ctx, base, tree, true)
+// Diff returns a workspace's change against its base (see diffBase): the
+// tree of req.Snapshot (by default req.Head, by default the recorded tip)
+// as unified diff text and a per-file summary, both bounded. Objects the
+// repository lacks are read from req.Source into a quarantine that is
+// removed afterwards: Diff writes nothing to the user's repository.
+// Diff.Commit is the Head diffed; once recorded, it is what Merge merges
+// (pin it with MergeRequest.Commit). Diff.Uncommitted says the snapshot
+// holds work beyond Head, which Merge would not take.
+func (r *Repo) Diff(ctx context.Context, nameOrID string, req DiffRequest) (Diff, error) {
+	d, err := r.diff(ctx, nameOrID, req)
 	if err != nil {
 		return Diff{}, fmt.Errorf("diff %s: %w", nameOrID, err)
 	}
 	return d, nil
 }
 
+func (r *Repo) diff(ctx context.Context, nameOrID string, req DiffRequest) (Diff, error) {
+	ws, err := r.lookup(ctx, nameOrID)
+	if err != nil {
+		return Diff{}, err
+	}
+	head, snap, err := r.headAndSnapshot(ws, req.Head, req.Snapshot)
+	if err != nil {
+		return Diff{}, err
+	}
+	wants := []string{head}
+	if snap != head {
+		wants = append(wants, snap)
+	}
+	q, err := r.fetch(ctx, req.Source, wants, r.haves(ctx, ws))
+	if err != nil {
+		return Diff{}, err
+	}
+	defer q.remove()
+	env := q.envOf()
+	if err := r.checkSnapshot(ctx, env, head, snap); err != nil {
+		return Diff{}, err
+	}
+	base, err := r.diffBase(ctx, env, ws, head)
+	if err != nil {
+		return Diff{}, err
+	}
+	lim := diffLimits{text: req.MaxText, files: req.MaxFiles}
+	if lim.text <= 0 {
+		lim.text = DefaultMaxDiffText
+	}
+	if lim.files <= 0 {
+		lim.files = DefaultMaxDiffFiles
+	}
+	tree, err := r.revParse(ctx, env, snap+"^{tree}")
+	if err != nil {
+		return Diff{}, err
+	}
+	headTree, err := r.revParse(ctx, env, head+"^{tree}")
+	if err != nil {
+		return Diff{}, err
+	}
+	d, err := r.diffTrees(ctx, env, base, tree, lim)
+	if err != nil {
+		return Diff{}, err
+	}
+	d.Commit, d.Uncommitted = head, tree != headTree
+	return d, nil
+}
+
+// headAndSnapshot applies the defaults of DiffRequest's Head and Snapshot
+// and validates them.
+func (r *Repo) headAndSnapshot(ws Workspace, head, snap string) (string, string, error) {
+	if head == "" {
+		if ws.Head == "" {
+			return "", "", fmt.Errorf("%w: branch %s has been deleted", ErrNotFound, ws.Branch)
+		}
+		head = ws.Head
+	}
+	if snap == "" {
+		snap = head
+	}
+	if err := r.format.checkOID("head", head); err != nil {
+		return "", "", err
+	}
+	if err := r.format.checkOID("snapshot", snap); err != nil {
+		return "", "", err
+	}
+	return head, snap, nil
+}
+
+// checkSnapshot refuses a snapshot that is not head itself or a commit
+// whose only parent is head: Diff.Uncommitted must mean what it says.
+func (r *Repo) checkSnapshot(ctx context.Context, env []string, head, snap string) error {
+	if snap == head {
+		return nil
+	}
+	// snap is a checked object id: no option can hide in it (and
+	// rev-parse would echo --end-of-options).
+	parents, err := r.runEnv(ctx, env, "rev-parse", snap+"^@")
+	if err != nil {
+		return err
+	}
+	if parents != head {
+		return fmt.Errorf("%w: snapshot %s is not a child of head %s", ErrRejected, snap, head)
+	}
+	return nil
+}
+
 // diffBase is what a workspace is diffed against: its base commit or,
-// once the base ref and the workspace branch share later history (the
-// agent merged the base branch in, or the workspace was merged into it),
-// their merge base, as in `git diff <base-ref>...patina/<name>`. So Diff
-// shows the workspace's own changes that the base ref does not have yet.
-func (r *Repo) diffBase(ctx context.Context, ws Workspace) (string, error) {
-	if ws.BaseRef == "" || ws.Head == "" {
+// once the base ref and head share later history (the agent merged the
+// base branch in, or the workspace was merged into it), their merge base,
+// as in `git diff <base-ref>...patina/<name>`. So Diff shows the
+// workspace's own changes that the base ref does not have yet.
+func (r *Repo) diffBase(ctx context.Context, env []string, ws Workspace, head string) (string, error) {
+	if ws.BaseRef == "" || head == "" {
 		return ws.BaseCommit, nil
 	}
-	tip, err := r.revParse(ctx, r.root, ws.BaseRef+"^{commit}")
+	tip, err := r.revParse(ctx, env, ws.BaseRef+"^{commit}")
 	if errors.Is(err, ErrNotFound) {
 		return ws.BaseCommit, nil
 	}
 	if err != nil {
 		return "", err
 	}
-	mb, err := r.run(ctx, "merge-base", tip, ws.Head)
+	mb, err := r.runEnv(ctx, env, "merge-base", tip, head)
 	if exitCode(err) == 1 { // no common ancestor
 		return ws.BaseCommit, nil
 	}
@@ -68,67 +139,50 @@ func (r *Repo) diffBase(ctx context.Context, ws Workspace) (string, error) {
 	if mb == ws.BaseCommit {
 		return mb, nil
 	}
-	later, err := r.isAncestor(ctx, ws.BaseCommit, mb)
+	later, err := r.isAncestor(ctx, env, ws.BaseCommit, mb)
 	if err != nil || !later {
 		return ws.BaseCommit, err
 	}
 	return mb, nil
 }
 
-// snapshot writes the tree of everything in the worktree at dir that git
-// would add with `git add -A` (tracked, modified, deleted and untracked
-// files; not ignored ones). It works on a copy of the worktree's index, so
-// the worktree's own staging area is left as the agent made it.
-func (r *Repo) snapshot(ctx context.Context, dir string) (string, error) {
-	return r.indexTree(ctx, dir, true)
+// diffLimits bound what diffTrees reads from git; text 0 means no text.
+type diffLimits struct {
+	text, files int
 }
 
-// indexTree writes the tree of the index of the working tree at dir, after
-// `git add -A` if addAll, using a copy of the index so the real one is not
-// written. (write-tree alone would rewrite the index's cache-tree.)
-func (r *Repo) indexTree(ctx context.Context, dir string, addAll bool) (string, error) {
-	gitDir, err := r.git.out(ctx, dir, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return "", fmt.Errorf("snapshot: %w", err)
-	}
-	tmp := filepath.Join(gitDir, "patina-index-"+uuid.NewString())
-	defer os.Remove(tmp)
-	defer os.Remove(tmp + ".lock")
-	// Copying keeps the stat cache, so git does not rehash every file; the
-	// copy keeps the index's mtime too (see copyFile).
-	if err := copyFile(tmp, filepath.Join(gitDir, "index")); err != nil {
-		return "", fmt.Errorf("snapshot: copy index: %w", err)
-	}
-	env := []string{"GIT_INDEX_FILE=" + tmp}
-	if addAll {
-		if _, err := r.git.run(ctx, gitCmd{dir: dir, args: []string{"add", "-A"}, env: env}); err != nil {
-			return "", fmt.Errorf("snapshot: %w", err)
-		}
-	}
-	out, err := r.git.run(ctx, gitCmd{dir: dir, args: []string{"write-tree"}, env: env})
-	if err != nil {
-		return "", fmt.Errorf("snapshot: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
+// diffOpts are passed to every diff of workspace content: no textconv
+// filters and no external diff drivers run on it.
+var diffOpts = []string{"-r", "-M", "--no-textconv", "--no-ext-diff", "-z"}
 
-// diffTrees compares two tree-ishes: per-file summary and, when withText,
-// unified diff text.
-func (r *Repo) diffTrees(ctx context.Context, from, to string, withText bool) (Diff, error) {
+// diffTrees compares two tree-ishes: per-file summary (at most lim.files)
+// and unified diff text (at most lim.text bytes, git is stopped there),
+// streaming git's output so memory stays bounded however large the files.
+func (r *Repo) diffTrees(ctx context.Context, env []string, from, to string, lim diffLimits) (Diff, error) {
 	d := Diff{Base: from, Tree: to}
-	out, err := r.run(ctx, "diff-tree", "-r", "-M", "--name-status", "-z", from, to)
+	var files []FileStat
+	err := r.git.stream(ctx, r.cmd(env, append(append([]string{"diff-tree"}, diffOpts...), "--name-status", from, to)...), func(rd io.Reader) error {
+		var more bool
+		var err error
+		files, more, err = readNameStatusZ(rd, lim.files)
+		if err == nil && more {
+			d.FilesTruncated = true
+			return errStopped
+		}
+		return err
+	})
 	if err != nil {
 		return d, err
 	}
-	files, err := parseNameStatusZ(out)
-	if err != nil {
-		return d, err
-	}
-	out, err = r.run(ctx, "diff-tree", "-r", "-M", "--numstat", "-z", from, to)
-	if err != nil {
-		return d, err
-	}
-	stats, err := parseNumstatZ(out)
+	var stats map[string]numstat
+	err = r.git.stream(ctx, r.cmd(env, append(append([]string{"diff-tree"}, diffOpts...), "--numstat", from, to)...), func(rd io.Reader) error {
+		var err error
+		stats, err = readNumstatZ(rd, len(files))
+		if err == nil {
+			return errStopped
+		}
+		return err
+	})
 	if err != nil {
 		return d, err
 	}
@@ -138,44 +192,31 @@ func (r *Repo) diffTrees(ctx context.Context, from, to string, withText bool) (D
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	d.Files = files
-	if withText && len(files) > 0 {
-		b, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"diff-tree", "-r", "-M", "-p", "--no-color", from, to}})
+	if lim.text > 0 && len(files) > 0 {
+		var text strings.Builder
+		err := r.git.stream(ctx, r.cmd(env, "diff-tree", "-r", "-M", "--no-textconv", "--no-ext-diff", "-p", "--no-color", from, to), func(rd io.Reader) error {
+			n, err := io.Copy(&text, io.LimitReader(rd, int64(lim.text)+1))
+			if err != nil {
+				return err
+			}
+			if n > int64(lim.text) {
+				d.Truncated = true
+				return errStopped
+			}
+			return nil
+		})
 		if err != nil {
 			return d, err
 		}
-		d.Text = string(b)
+		s := text.String()
+		if d.Truncated {
+			s = s[:lim.text]
+			// End on a line if there is one to end on.
+			if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+				s = s[:i+1]
+			}
+		}
+		d.Text = s
 	}
 	return d, nil
-}
-
-// copyFile copies src to a new file dst; a missing src is not an error and
-// leaves dst absent (git then starts from an empty index).
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	// Keep the index's mtime: git's racy-clean check compares entries with
-	// it. A copy with a newer mtime makes a file changed in the same second
-	// as the checkout, at the same size, look unchanged.
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	return os.Chtimes(dst, st.ModTime(), st.ModTime())
 }

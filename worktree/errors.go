@@ -14,20 +14,19 @@ var (
 	ErrNotFound = errors.New("worktree: not found")
 	// ErrExists: a workspace, branch or directory with that name already exists.
 	ErrExists = errors.New("worktree: already exists")
-	// ErrInvalidName: a name, revision, branch or event kind was refused before
-	// git saw it. The error is a *NameError naming the rule that failed.
+	// ErrInvalidName: a name, revision, object id, branch or event kind was
+	// refused before git saw it. The error is a *NameError naming the rule
+	// that failed.
 	ErrInvalidName = errors.New("worktree: invalid name")
-	// ErrConflict: a merge or apply would conflict, or the workspace is in a
-	// state that makes the operation unsafe (its worktree is not on its
-	// branch). Nothing was changed. A *FilesError lists conflicting files.
+	// ErrConflict: a merge or apply would conflict, the workspace moved
+	// since the commit a merge was pinned to, or the branch to delete is
+	// checked out. Nothing was changed. A *FilesError lists conflicting
+	// files.
 	ErrConflict = errors.New("worktree: conflict")
 	// ErrDirty: the target working tree has uncommitted changes (or an
 	// unfinished merge, rebase or cherry-pick) that the operation would touch.
 	// Nothing was changed. A *FilesError lists the files.
 	ErrDirty = errors.New("worktree: uncommitted changes in the way")
-	// ErrMissing: the workspace's worktree directory has vanished. Repair
-	// re-creates it from the branch; Delete removes what is left.
-	ErrMissing = errors.New("worktree: worktree directory missing")
 	// ErrNoTarget: Merge was given no target and the workspace was not
 	// created from a local branch (detached HEAD, tag, commit or remote
 	// branch), so there is no default; set MergeRequest.Into.
@@ -36,6 +35,15 @@ var (
 	// state directory inside the repository's working tree, or a git older
 	// than 2.38.
 	ErrUnsupported = errors.New("worktree: unsupported")
+	// ErrRejected: objects a workspace sent (through a Source) were refused:
+	// not a pack, a truncated or corrupt one, objects failing git's fsck
+	// checks, objects missing, or a head that is not a commit. Nothing was
+	// written to the user's repository.
+	ErrRejected = errors.New("worktree: objects rejected")
+	// ErrTooLarge: a pack over Config.MaxPackBytes, objects inflating to more
+	// than Config.MaxObjectBytes, or git output over an internal bound.
+	// Nothing was written to the user's repository.
+	ErrTooLarge = errors.New("worktree: too large")
 )
 
 // GitError is a git command that ran and failed. It unwraps to a sentinel
@@ -65,7 +73,7 @@ func (e *GitError) Unwrap() error { return e.kind }
 
 // NameError is a name refused by validation. It unwraps to ErrInvalidName.
 type NameError struct {
-	What string // "workspace name", "branch", "revision", "event kind", "author"
+	What string // "workspace name", "branch", "revision", "object id", "event kind", "author"
 	Name string // the refused value
 	Rule string // the rule it broke, e.g. "starts with '-'"
 }

@@ -43,3 +43,25 @@ func flock(ctx context.Context, path string) (release func(), err error) {
 		wait = min(2*wait, 50*time.Millisecond)
 	}
 }
+
+// tryFlock takes an exclusive flock(2) on path if it is free, without
+// waiting. ok is false if another holder has it.
+func tryFlock(path string) (release func(), ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, false, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, true, nil
+}

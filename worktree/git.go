@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -18,7 +19,8 @@ import (
 
 // fixedConfig goes before every git command patina runs: no hooks, no
 // signing, no fsmonitor daemons, no background gc, no colour or pager, no
-// submodule recursion, predictable diff prefixes.
+// submodule recursion, predictable diff prefixes, and checkouts that refuse
+// paths which are .git in disguise on any file system.
 var fixedConfig = []string{
 	"--no-pager",
 	"-c", "core.hooksPath=/dev/null",
@@ -26,6 +28,8 @@ var fixedConfig = []string{
 	"-c", "tag.gpgSign=false",
 	"-c", "core.fsmonitor=false",
 	"-c", "core.pager=cat",
+	"-c", "core.protectNTFS=true",
+	"-c", "core.protectHFS=true",
 	"-c", "color.ui=false",
 	"-c", "gc.auto=0",
 	"-c", "maintenance.auto=false",
@@ -41,22 +45,34 @@ var fixedConfig = []string{
 // repository, index or work tree.
 var keptGitEnv = []string{"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_EXEC_PATH"}
 
-// runner runs every git command of a Repo.
+// Output bounds. Every git call either streams its output to a consumer
+// that decides when to stop, or has it captured up to a cap.
+const (
+	// defaultOutputLimit caps the captured standard output of a git call
+	// that does not set its own limit.
+	defaultOutputLimit = 32 << 20
+	// stderrLimit is how much of git's standard error is kept.
+	stderrLimit = 64 << 10
+)
+
+// runner runs every git command of a Repo or an Inside.
 type runner struct {
 	path   string
 	env    []string
+	extra  []string // more -c options after fixedConfig
 	logger *slog.Logger
-	// pin returns variables that pin git to the right repository for a
-	// command run in dir (see pin.go); nil until the Repo is known.
-	pin func(dir string) ([]string, error)
 }
 
 // gitCmd is one git invocation.
 type gitCmd struct {
 	dir   string
 	args  []string
-	stdin []byte
+	stdin io.Reader
 	env   []string // added to (and overriding) the runner's environment
+	// limit caps the captured standard output (run); 0 means
+	// defaultOutputLimit. Beyond it git is stopped and run fails with
+	// ErrTooLarge.
+	limit int64
 }
 
 func newRunner(path string, author Signature, logger *slog.Logger) *runner {
@@ -64,10 +80,10 @@ func newRunner(path string, author Signature, logger *slog.Logger) *runner {
 }
 
 // gitEnv is base without any GIT_* variable (GIT_DIR, GIT_WORK_TREE,
-// GIT_INDEX_FILE... leaking from a hook must not redirect patina) except
-// keptGitEnv, plus a fixed locale, no prompts, no pager, no editor, no
-// optional locks (git status must not rewrite the user's index) and
-// author as author and committer.
+// GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY... leaking from a hook must not
+// redirect patina) except keptGitEnv, plus a fixed locale, no prompts, no
+// pager, no editor, no optional locks (git status must not rewrite the
+// user's index) and author as author and committer.
 func gitEnv(base []string, author Signature) []string {
 	env := make([]string, 0, len(base)+16)
 	for _, kv := range base {
@@ -96,52 +112,115 @@ func gitEnv(base []string, author Signature) []string {
 	)
 }
 
-// run runs c and returns its standard output. A git that ran and failed is
-// a *GitError; a cancelled context is returned as such.
+// errStopped is returned by a stream consumer that has read enough; the
+// runner then stops git and reports no error.
+var errStopped = errors.New("stopped reading")
+
+// run runs c and returns its standard output, at most c.limit bytes (see
+// gitCmd.limit). A git that ran and failed is a *GitError; a cancelled
+// context is returned as such.
 func (g *runner) run(ctx context.Context, c gitCmd) ([]byte, error) {
-	args := append(slices.Clip(fixedConfig), c.args...)
-	cmd := exec.CommandContext(ctx, g.path, args...)
+	limit := c.limit
+	if limit <= 0 {
+		limit = defaultOutputLimit
+	}
+	var out bytes.Buffer
+	over := false
+	err := g.stream(ctx, c, func(r io.Reader) error {
+		n, err := io.Copy(&out, io.LimitReader(r, limit+1))
+		if err != nil {
+			return err
+		}
+		if n > limit {
+			over = true
+			return errStopped
+		}
+		return nil
+	})
+	if over && err == nil {
+		return nil, fmt.Errorf("git %s: %w: output longer than %d bytes", firstArg(c.args), ErrTooLarge, limit)
+	}
+	return out.Bytes(), err
+}
+
+// stream runs c and hands its standard output to consume. If consume
+// returns before reading to the end, git is stopped (SIGTERM, then SIGKILL);
+// consume returning errStopped means it read all it wanted, and stream
+// then returns nil. Other errors from consume are returned as they are.
+// Standard input, when c.stdin is set, is copied in by a goroutine that
+// stream does not wait for: a reader that blocks must be unblocked by its
+// owner (closing it) after stream returns.
+func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) error) error {
+	args := append(slices.Clip(fixedConfig), g.extra...)
+	args = append(args, c.args...)
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
+	cmd := exec.CommandContext(gctx, g.path, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(slices.Clip(g.env), c.env...)
-	if g.pin != nil {
-		pins, err := g.pin(c.dir)
-		if err != nil {
-			return nil, fmt.Errorf("git %s: %w", firstArg(c.args), err)
-		}
-		cmd.Env = append(cmd.Env, pins...)
+	stderr := &capBuffer{max: stderrLimit}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("git %s: %w", firstArg(c.args), err)
 	}
+	var stdin io.WriteCloser
 	if c.stdin != nil {
-		cmd.Stdin = bytes.NewReader(c.stdin)
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return fmt.Errorf("git %s: %w", firstArg(c.args), err)
+		}
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// SIGTERM lets git remove its lock files (index.lock, ref locks) on
 	// the way out; SIGKILL follows if it does not exit.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git %s: %w", firstArg(c.args), err)
+	}
+	if stdin != nil {
+		go func() {
+			_, _ = io.Copy(stdin, c.stdin)
+			_ = stdin.Close()
+		}()
+	}
+	er := &eofReader{r: stdout}
+	cerr := consume(er)
+	stoppedEarly := !er.eof
+	if stoppedEarly {
+		stop() // git may be blocked writing to a pipe nobody reads
+	}
+	werr := cmd.Wait()
+
 	code := 0
 	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
+	if errors.As(werr, &exitErr) {
 		code = exitErr.ExitCode()
-	} else if err != nil {
+	} else if werr != nil {
 		code = -1
 	}
 	g.logger.LogAttrs(ctx, slog.LevelDebug, "git",
 		slog.Any("args", c.args), slog.String("dir", c.dir),
-		slog.Int("exit_code", code), slog.Duration("duration", time.Since(start)))
-	if err == nil {
-		return stdout.Bytes(), nil
-	}
+		slog.Int("exit_code", code), slog.Bool("stopped", stoppedEarly),
+		slog.Duration("duration", time.Since(start)))
+
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return nil, fmt.Errorf("git %s: %w", firstArg(c.args), ctxErr)
+		return fmt.Errorf("git %s: %w", firstArg(c.args), ctxErr)
+	}
+	if cerr != nil && !errors.Is(cerr, errStopped) {
+		return cerr
+	}
+	if stoppedEarly {
+		return nil // we stopped git: its exit status says nothing
+	}
+	if werr == nil {
+		return nil
 	}
 	if exitErr == nil {
-		return nil, fmt.Errorf("git %s: %w", firstArg(c.args), err)
+		return fmt.Errorf("git %s: %w", firstArg(c.args), werr)
 	}
-	return stdout.Bytes(), &GitError{
+	return &GitError{
 		Args:     slices.Clone(c.args),
 		Dir:      c.dir,
 		ExitCode: code,
@@ -150,25 +229,51 @@ func (g *runner) run(ctx context.Context, c gitCmd) ([]byte, error) {
 	}
 }
 
+// eofReader notes whether its reader reached the end.
+type eofReader struct {
+	r   io.Reader
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
+}
+
+// capBuffer keeps the first max bytes written to it and discards the rest,
+// never failing a write (so git is never blocked on its standard error).
+type capBuffer struct {
+	max       int
+	b         bytes.Buffer
+	truncated bool
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); room < len(p) {
+		c.truncated = true
+		if room > 0 {
+			c.b.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.b.Write(p)
+}
+
+func (c *capBuffer) String() string {
+	if c.truncated {
+		return c.b.String() + "…"
+	}
+	return c.b.String()
+}
+
 // out runs git in dir and returns its standard output without the trailing
 // newline.
 func (g *runner) out(ctx context.Context, dir string, args ...string) (string, error) {
 	b, err := g.run(ctx, gitCmd{dir: dir, args: args})
 	return strings.TrimRight(string(b), "\n"), err
-}
-
-// test runs a git command whose exit status 1 means "no" (merge-base
-// --is-ancestor, diff --quiet, rev-parse --verify -q, symbolic-ref -q).
-func (g *runner) test(ctx context.Context, dir string, args ...string) (bool, error) {
-	_, err := g.run(ctx, gitCmd{dir: dir, args: args})
-	switch {
-	case err == nil:
-		return true, nil
-	case exitCode(err) == 1:
-		return false, nil
-	default:
-		return false, err
-	}
 }
 
 // exitCode is git's exit status in err, or -1 if err is not a *GitError.
@@ -203,6 +308,8 @@ func classify(stderr string) error {
 		return ErrDirty
 	case has("Not possible to fast-forward"), has("CONFLICT"):
 		return ErrConflict
+	case has("pack exceeds maximum allowed size"):
+		return ErrTooLarge
 	case has("already exists"):
 		return ErrExists
 	}
@@ -254,44 +361,4 @@ func (g *runner) checkVersion(ctx context.Context) error {
 	}
 	checkedGit.Store(g.path, struct{}{})
 	return nil
-}
-
-// catBlobs reads blobs by id in one `git cat-file --batch`. Missing ids are
-// left out of the result.
-func (g *runner) catBlobs(ctx context.Context, dir string, ids []string) (map[string][]byte, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	out, err := g.run(ctx, gitCmd{dir: dir, args: []string{"cat-file", "--batch"}, stdin: []byte(strings.Join(ids, "\n") + "\n")})
-	if err != nil {
-		return nil, err
-	}
-	return parseCatFileBatch(out)
-}
-
-// parseCatFileBatch parses `git cat-file --batch` output: for each object
-// "<oid> <type> <size>\n<content>\n", or "<input> missing\n".
-func parseCatFileBatch(out []byte) (map[string][]byte, error) {
-	blobs := map[string][]byte{}
-	for len(out) > 0 {
-		header, rest, ok := bytes.Cut(out, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("cat-file: truncated header %q", header)
-		}
-		f := strings.Fields(string(header))
-		if len(f) == 2 && f[1] == "missing" {
-			out = rest
-			continue
-		}
-		if len(f) != 3 {
-			return nil, fmt.Errorf("cat-file: bad header %q", header)
-		}
-		size, err := strconv.Atoi(f[2])
-		if err != nil || size < 0 || size+1 > len(rest) {
-			return nil, fmt.Errorf("cat-file: bad size in %q", header)
-		}
-		blobs[f[0]] = rest[:size]
-		out = rest[size+1:]
-	}
-	return blobs, nil
 }

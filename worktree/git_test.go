@@ -3,11 +3,13 @@ package worktree
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGitEnv(t *testing.T) {
@@ -52,7 +54,7 @@ func TestLeakedGitDirIgnored(t *testing.T) {
 	if _, err := gitTry(other, "--git-dir", filepath.Join(other, ".git"), "rev-parse", "--verify", "refs/heads/patina/leak"); err == nil {
 		t.Fatalf("branch created in the leaked GIT_DIR")
 	}
-	if exp, got := ws.Commit, gitT(t, repo, "--git-dir", filepath.Join(repo, ".git"), "rev-parse", "refs/heads/patina/leak"); exp != got {
+	if exp, got := ws.BaseCommit, gitT(t, repo, "--git-dir", filepath.Join(repo, ".git"), "rev-parse", "refs/heads/patina/leak"); exp != got {
 		t.Fatalf("exp branch at %s, got %s", exp, got)
 	}
 }
@@ -83,6 +85,47 @@ func TestGitErrorCarriesExitCodeAndStderr(t *testing.T) {
 	}
 }
 
+// Every git call is bounded: captured output stops at its limit (git is
+// stopped, the call fails with ErrTooLarge), a stream consumer that has
+// read enough stops git without an error.
+func TestRunnerBoundsOutput(t *testing.T) {
+	t.Parallel()
+	g := newRunner("git", DefaultAuthor, slog.New(slog.DiscardHandler))
+	ctx := testCtx(t)
+	// git hash-object --stdin of a big input prints one line: use
+	// cat-file on a repository's pack instead to get lots of output.
+	repo := newUserRepo(t)
+	big := strings.Repeat("x", 1<<20)
+	blob, err := gitTryIn(repo, big, "hash-object", "-w", "--stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := g.run(ctx, gitCmd{dir: repo, args: []string{"cat-file", "blob", blob}, limit: 1000})
+	wantErr(t, err, ErrTooLarge)
+	if len(out) > 1001 {
+		t.Fatalf("exp at most the limit captured, got %d bytes", len(out))
+	}
+	out, err = g.run(ctx, gitCmd{dir: repo, args: []string{"cat-file", "blob", blob}, limit: 2 << 20})
+	if err != nil || len(out) != 1<<20 {
+		t.Fatalf("exp the whole blob under the limit, got %d bytes, %v", len(out), err)
+	}
+	start := time.Now()
+	var got []byte
+	err = g.stream(ctx, gitCmd{dir: repo, args: []string{"cat-file", "blob", blob}}, func(r io.Reader) error {
+		got = make([]byte, 10)
+		if _, err := io.ReadFull(r, got); err != nil {
+			return err
+		}
+		return errStopped
+	})
+	if err != nil || string(got) != "xxxxxxxxxx" {
+		t.Fatalf("exp 10 bytes and no error, got %q, %v", got, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("exp git stopped at once, took %v", d)
+	}
+}
+
 func TestRunnerHonoursContext(t *testing.T) {
 	t.Parallel()
 	g := newRunner("git", DefaultAuthor, slog.New(slog.DiscardHandler))
@@ -108,6 +151,7 @@ func TestClassify(t *testing.T) {
 		{"fatal: Not possible to fast-forward, aborting.", ErrConflict},
 		{"fatal: '/x' already exists", ErrExists},
 		{"fatal: a branch named 'x' already exists", ErrExists},
+		{"fatal: pack exceeds maximum allowed size", ErrTooLarge},
 		{"fatal: something else", nil},
 		{"", nil},
 	}

@@ -3,15 +3,14 @@ package worktree
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 )
 
 // List returns every workspace of the repository, oldest first, as its
-// state notes record them; this is how a restarted sidecar finds them
-// again. A workspace whose worktree directory has vanished has Missing set.
+// state notes record them (legacy ones too, with Legacy set); this is how
+// a restarted sidecar finds them again.
 func (r *Repo) List(ctx context.Context) ([]Workspace, error) {
 	list, err := r.list(ctx)
 	if err != nil {
@@ -37,17 +36,13 @@ func (r *Repo) list(ctx context.Context) ([]Workspace, error) {
 	if len(states) == 0 {
 		return nil, nil
 	}
-	wts, err := listWorktrees(ctx, r.git, r.root)
-	if err != nil {
-		return nil, err
-	}
 	heads, err := r.patinaHeads(ctx)
 	if err != nil {
 		return nil, err
 	}
 	list := make([]Workspace, 0, len(states))
 	for _, ns := range states {
-		list = append(list, r.workspace(ns, wts, heads))
+		list = append(list, r.newWorkspace(ns, heads[branchRef(ns.st.Name)]))
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if !list[i].CreatedAt.Equal(list[j].CreatedAt) {
@@ -58,46 +53,31 @@ func (r *Repo) list(ctx context.Context) ([]Workspace, error) {
 	return list, nil
 }
 
-// workspace joins a state note with git's worktrees and branch tips.
-func (r *Repo) workspace(ns noteState, wts []worktreeEntry, heads map[string]string) Workspace {
+// newWorkspace is the workspace a state note describes, with head the
+// current tip of its branch.
+func (r *Repo) newWorkspace(ns noteState, head string) Workspace {
 	st := ns.st
-	ref := branchRef(st.Name)
 	ws := Workspace{
 		ID:           st.ID,
 		Name:         st.Name,
 		Branch:       BranchPrefix + st.Name,
-		Path:         r.pathFor(st.Name),
 		Repo:         r.root,
 		GitCommonDir: r.commonDir,
+		ObjectDirs:   r.ObjectDirs(),
 		BaseRef:      st.BaseRef,
 		BaseCommit:   st.BaseCommit,
-		Commit:       ns.commit,
-		Head:         heads[ref],
+		Anchor:       ns.obj,
+		Head:         head,
 		CreatedAt:    st.CreatedAt,
 		Image:        st.Image,
 		Meta:         st.Meta,
+		Format:       st.Version,
+		Legacy:       st.Version == FormatLegacy,
 	}
-	// The worktree may have been created by a process with another state
-	// dir: git knows where it is. Only a patina-made worktree counts
-	// (.../worktrees/<repo-key>/<name>), never one of the user's that has
-	// the branch checked out: Commit must not `git add -A` in the user's tree.
-	for _, wt := range wts {
-		if wt.branch == ref && !wt.bare && filepath.Base(wt.path) == st.Name && filepath.Base(filepath.Dir(wt.path)) == r.key {
-			ws.Path = wt.path
-			break
-		}
-	}
-	ws.Missing = !isWorktreeDir(ws.Path)
-	if !ws.Missing {
-		ws.GitDir, _ = r.adminDir(ws.Path)
+	if ws.Legacy {
+		ws.LegacyPath = filepath.Join(r.wtRoot, st.Name)
 	}
 	return ws
-}
-
-// isWorktreeDir reports whether dir exists and has a .git entry.
-func isWorktreeDir(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, ".git"))
-	return err == nil
 }
 
 // patinaHeads maps the full ref of every patina/ branch to its tip.

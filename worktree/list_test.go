@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"context"
 	"fmt"
 	"testing"
 )
@@ -10,7 +9,7 @@ func TestGet(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ws := mustCreate(t, r, CreateRequest{Name: "getme"})
 	for _, key := range []string{"getme", ws.ID} {
 		got, err := r.Get(ctx, key)
@@ -37,7 +36,7 @@ func TestListSkipsBadNotes(t *testing.T) {
 	evil := fmt.Sprintf(`{"version":1,"id":"7d444840-9dc0-11d1-b245-5ffdce74fad2","name":"../../../etc","base_commit":"%s"}`, head)
 	gitT(t, repo, "notes", "--ref", "patina-state", "add", "-m", evil, first)
 
-	list, err := r.List(context.Background())
+	list, err := r.List(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}

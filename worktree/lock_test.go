@@ -29,20 +29,20 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
 	defer cancel()
 	err = r.AppendLog(ctx, "locked", Event{Kind: "blocked"})
 	wantErr(t, err, context.DeadlineExceeded)
 
 	// Reads do not wait for the lock.
-	if _, err := r.List(context.Background()); err != nil {
+	if _, err := r.List(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.AppendLog(context.Background(), "locked", Event{Kind: "unblocked"}); err != nil {
+	if err := r.AppendLog(testCtx(t), "locked", Event{Kind: "unblocked"}); err != nil {
 		t.Fatal(err)
 	}
 }

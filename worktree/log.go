@@ -32,7 +32,7 @@ func (r *Repo) AppendLog(ctx context.Context, nameOrID string, evs ...Event) err
 	if err != nil {
 		return fmt.Errorf("append log %s: %w", nameOrID, err)
 	}
-	if err := r.appendEvent(ctx, ws.Commit, evs...); err != nil {
+	if err := r.appendEvent(ctx, ws.Anchor, evs...); err != nil {
 		return fmt.Errorf("append log %s: %w", nameOrID, err)
 	}
 	return nil
@@ -45,11 +45,19 @@ func (r *Repo) Log(ctx context.Context, nameOrID string) ([]Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", nameOrID, err)
 	}
-	text, err := r.readNote(ctx, LogNotesRef, ws.Commit)
+	text, err := r.readNote(ctx, LogNotesRef, ws.Anchor)
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", nameOrID, err)
 	}
 	return parseLog(text), nil
+}
+
+// withNow is e with Time set to now if it is zero.
+func (e Event) withNow() Event {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	return e
 }
 
 // String formats an event as its log line:

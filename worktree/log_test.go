@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -15,7 +14,7 @@ func TestAppendLogAndLog(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ws := mustCreate(t, r, CreateRequest{Name: "logs"})
 	zero, one := 0, 1
 	at := time.Date(2025, 11, 21, 5, 0, 0, 0, time.UTC)
@@ -33,7 +32,7 @@ func TestAppendLogAndLog(t *testing.T) {
 	err := r.AppendLog(ctx, "logs", Event{Kind: "Bad Kind"})
 	wantErr(t, err, ErrInvalidName)
 
-	text := gitT(t, repo, "notes", "--ref", "patina-log", "show", ws.Commit)
+	text := gitT(t, repo, "notes", "--ref", "patina-log", "show", ws.Anchor)
 	lines := strings.Split(text, "\n")
 	expTail := []string{
 		"2025-11-21T05:00:00Z command (exit 0): go test ./...",
@@ -76,10 +75,10 @@ func TestAppendLogConcurrent(t *testing.T) {
 				r = r2
 			}
 			if i%5 == 0 {
-				_, errs[i] = r.SetMeta(context.Background(), "busy", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
+				_, errs[i] = r.SetMeta(testCtx(t), "busy", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
 				return
 			}
-			errs[i] = r.AppendLog(context.Background(), "busy", Event{Kind: EventCommand, Message: fmt.Sprintf("cmd %d", i)})
+			errs[i] = r.AppendLog(testCtx(t), "busy", Event{Kind: EventCommand, Message: fmt.Sprintf("cmd %d", i)})
 		})
 	}
 	wg.Wait()
@@ -88,7 +87,7 @@ func TestAppendLogConcurrent(t *testing.T) {
 			t.Fatalf("writer %d: %v", i, err)
 		}
 	}
-	events, err := r1.Log(context.Background(), "busy")
+	events, err := r1.Log(testCtx(t), "busy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +155,7 @@ func TestAppendLogBatch(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	mustCreate(t, r, CreateRequest{Name: "batch"})
 	before, err := r.Log(ctx, "batch")
 	if err != nil {

@@ -11,19 +11,21 @@ import (
 	"strings"
 )
 
-// Merge merges the workspace branch — its commits; uncommitted work is not
-// included (MergeResult.Uncommitted tells; Commit first) — into a local
-// branch of the user's repository, by default the branch the workspace was
-// created from (ErrNoTarget if it was created from a detached HEAD, a tag or
-// a commit).
+// Merge merges the workspace branch as last recorded (Record; uncommitted
+// work is never included) into a local branch of the user's repository,
+// by default the branch the workspace was created from (ErrNoTarget if it
+// was created from a detached HEAD, a tag or a commit). With
+// MergeRequest.Commit set, it merges only if the recorded tip is that
+// commit (what the user reviewed), else ErrConflict.
 //
 // The merge is computed without touching any working tree (git merge-tree
 // --write-tree); a conflict fails with ErrConflict and leaves the
 // repository exactly as it was. Otherwise the target moves to the
-// workspace tip (fast-forward) or to a new merge commit. If the target is
-// checked out in a working tree, that tree and its index are updated too,
-// after refusing with ErrDirty if its uncommitted changes (or untracked
-// files) touch a file the merge changes, or it is in the middle of a merge,
+// workspace tip (fast-forward: exactly the workspace's commits are added)
+// or to a new merge commit. If the target is checked out in one of the
+// user's working trees, that tree and its index are updated too, after
+// refusing with ErrDirty if its uncommitted changes (or untracked files)
+// touch a file the merge changes, or it is in the middle of a merge,
 // rebase, cherry-pick or revert; untouched local changes are kept.
 func (r *Repo) Merge(ctx context.Context, nameOrID string, req MergeRequest) (MergeResult, error) {
 	res, err := r.merge(ctx, nameOrID, req)
@@ -41,6 +43,11 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 			return MergeResult{}, err
 		}
 	}
+	if req.Commit != "" {
+		if err := r.format.checkOID("commit", req.Commit); err != nil {
+			return MergeResult{}, err
+		}
+	}
 	unlock, err := r.lock.lock(ctx)
 	if err != nil {
 		return MergeResult{}, err
@@ -52,6 +59,9 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 	}
 	if ws.Head == "" {
 		return MergeResult{}, fmt.Errorf("%w: branch %s has been deleted", ErrNotFound, ws.Branch)
+	}
+	if req.Commit != "" && req.Commit != ws.Head {
+		return MergeResult{}, fmt.Errorf("%w: the workspace moved since %s: its branch is at %s now; review again", ErrConflict, req.Commit, ws.Head)
 	}
 	if into == "" {
 		if !strings.HasPrefix(ws.BaseRef, "refs/heads/") {
@@ -66,25 +76,18 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 	if into == branchRef(ws.Name) {
 		return MergeResult{}, fmt.Errorf("%w: cannot merge %s into itself", ErrNoTarget, ws.Branch)
 	}
-	old, err := r.revParse(ctx, r.root, into+"^{commit}")
+	old, err := r.revParse(ctx, nil, into+"^{commit}")
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("target branch %s: %w", into, err)
 	}
 	res := MergeResult{Into: into, Previous: old, Commit: old}
-	if !ws.Missing {
-		status, err := r.git.out(ctx, ws.Path, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
-		if err != nil {
-			return MergeResult{}, err
-		}
-		res.Uncommitted = status != ""
-	}
 
 	head := ws.Head
-	if head == ws.Commit {
-		res.UpToDate = true // only the initial empty commit: nothing to merge
+	if head == ws.BaseCommit || ws.Legacy && head == ws.Anchor {
+		res.UpToDate = true // the agent has recorded no commit: nothing to merge
 		return res, nil
 	}
-	contained, err := r.isAncestor(ctx, head, old)
+	contained, err := r.isAncestor(ctx, nil, head, old)
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -94,7 +97,7 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 	}
 
 	op := fmt.Sprintf("merge %s into %s", ws.Branch, into)
-	ff, err := r.isAncestor(ctx, old, head)
+	ff, err := r.isAncestor(ctx, nil, old, head)
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -111,7 +114,9 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 		if strings.TrimSpace(msg) == "" {
 			msg = fmt.Sprintf("Merge patina workspace '%s' into %s\n", ws.Name, strings.TrimPrefix(into, "refs/heads/"))
 		}
-		out, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"commit-tree", tree, "-p", old, "-p", head, "-F", "-"}, stdin: []byte(msg)})
+		c := r.cmd(nil, "commit-tree", tree, "-p", old, "-p", head, "-F", "-")
+		c.stdin = strings.NewReader(msg)
+		out, err := r.git.run(ctx, c)
 		if err != nil {
 			return MergeResult{}, fmt.Errorf("merge commit: %w", err)
 		}
@@ -134,7 +139,7 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 // mergeTree merges two commits in the object database only. It returns the
 // merged tree, or the conflicted paths.
 func (r *Repo) mergeTree(ctx context.Context, ours, theirs string) (tree string, conflicts []string, err error) {
-	out, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs}})
+	out, err := r.git.run(ctx, r.cmd(nil, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs))
 	if err != nil && exitCode(err) != 1 { // 1: conflicts, reported on stdout
 		return "", nil, err
 	}
@@ -149,20 +154,13 @@ func (r *Repo) mergeTree(ctx context.Context, ours, theirs string) (tree string,
 }
 
 // advance moves branch ref from old to newTip, a descendant of old. Where
-// ref is checked out, that working tree follows as `git merge --ff-only`
-// would, after checkClean; elsewhere only the ref moves (compare-and-swap
-// on old).
+// ref is checked out (see checkedOut), that working tree follows as `git
+// merge --ff-only` would, after checkClean; elsewhere only the ref moves
+// (compare-and-swap on old).
 func (r *Repo) advance(ctx context.Context, op, ref, old, newTip string) error {
-	wts, err := listWorktrees(ctx, r.git, r.root)
+	dir, env, err := r.checkedOut(ctx, ref)
 	if err != nil {
 		return err
-	}
-	dir := ""
-	for _, wt := range wts {
-		if wt.branch == ref && !wt.bare && !wt.prunable && isWorktreeDir(wt.path) {
-			dir = wt.path
-			break
-		}
 	}
 	if dir == "" {
 		if _, err := r.run(ctx, "update-ref", "-m", "patina: "+op, ref, newTip, old); err != nil {
@@ -174,13 +172,13 @@ func (r *Repo) advance(ctx context.Context, op, ref, old, newTip string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.checkClean(ctx, op, dir, touched, added, false); err != nil {
+	if err := r.checkClean(ctx, op, dir, env, touched, added, false); err != nil {
 		return err
 	}
 	if _, err := r.git.run(ctx, gitCmd{
 		dir:  dir,
 		args: []string{"merge", "--ff-only", "--no-autostash", "--no-verify-signatures", "--no-stat", "--quiet", newTip},
-		env:  []string{"GIT_REFLOG_ACTION=patina: " + op},
+		env:  append(slices.Clip(env), "GIT_REFLOG_ACTION=patina: "+op),
 	}); err != nil {
 		return fmt.Errorf("fast-forward %s in %s: %w", ref, dir, err)
 	}
@@ -190,7 +188,7 @@ func (r *Repo) advance(ctx context.Context, op, ref, old, newTip string) error {
 // changes lists the paths that differ between two tree-ishes, and those
 // of them that are added.
 func (r *Repo) changes(ctx context.Context, from, to string) (touched, added []string, err error) {
-	out, err := r.run(ctx, "diff-tree", "-r", "--no-renames", "--name-status", "-z", from, to)
+	out, err := r.run(ctx, "diff-tree", "-r", "--no-renames", "--no-textconv", "--no-ext-diff", "--name-status", "-z", from, to)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,13 +211,14 @@ func (r *Repo) changes(ctx context.Context, from, to string) (touched, added []s
 // below) any touched path, or has anything at all (an ignored file, say)
 // where an added path goes. It reads the working tree without writing its
 // index.
-func (r *Repo) checkClean(ctx context.Context, op, dir string, touched, added []string, stagedOK bool) error {
-	paths, err := r.git.out(ctx, dir, "rev-parse",
+func (r *Repo) checkClean(ctx context.Context, op, dir string, env []string, touched, added []string, stagedOK bool) error {
+	out, err := r.git.run(ctx, gitCmd{dir: dir, env: env, args: []string{"rev-parse",
 		"--git-path", "MERGE_HEAD", "--git-path", "CHERRY_PICK_HEAD", "--git-path", "REVERT_HEAD",
-		"--git-path", "rebase-merge", "--git-path", "rebase-apply")
+		"--git-path", "rebase-merge", "--git-path", "rebase-apply"}})
 	if err != nil {
 		return err
 	}
+	paths := strings.TrimSpace(string(out))
 	for _, p := range strings.Split(paths, "\n") {
 		if p == "" {
 			continue
@@ -231,11 +230,11 @@ func (r *Repo) checkClean(ctx context.Context, op, dir string, touched, added []
 			return &FilesError{Kind: ErrDirty, Op: op, Dir: dir, Detail: fmt.Sprintf("%s is in progress; finish or abort it first", filepath.Base(p))}
 		}
 	}
-	out, err := r.git.out(ctx, dir, "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--ignore-submodules=none")
+	out, err = r.git.run(ctx, gitCmd{dir: dir, env: env, args: []string{"status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--ignore-submodules=none"}})
 	if err != nil {
 		return err
 	}
-	in := overlapping(touched, parseStatusZ(out, stagedOK))
+	in := overlapping(touched, parseStatusZ(string(out), stagedOK))
 	for _, p := range added {
 		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err == nil && !slices.Contains(in, p) {
 			in = append(in, p)

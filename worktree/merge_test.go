@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,41 +9,23 @@ import (
 	"testing"
 )
 
-// agentCommit writes files in a workspace and commits them through patina.
-func agentCommit(t *testing.T, r *Repo, ws Workspace, files map[string]string) string {
-	t.Helper()
-	for p, c := range files {
-		writeFile(t, filepath.Join(ws.Path, p), c)
-	}
-	res, err := r.Commit(context.Background(), ws.Name, CommitRequest{Message: "agent work"})
-	if err != nil || !res.Committed {
-		t.Fatalf("commit in %s: %+v, %v", ws.Name, res, err)
-	}
-	return res.Commit
-}
-
-// userCommit commits files on the user's checked-out branch.
-func userCommit(t *testing.T, repo string, files map[string]string) string {
-	t.Helper()
-	for p, c := range files {
-		writeFile(t, filepath.Join(repo, p), c)
-		gitT(t, repo, "add", p)
-	}
-	gitT(t, repo, "commit", "-q", "-m", "user work")
-	return gitT(t, repo, "rev-parse", "HEAD")
-}
-
 func TestMergeFastForward(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
 	ws := mustCreate(t, r, CreateRequest{Name: "ff"})
+	in := newInside(t, ws)
 	old := gitT(t, repo, "rev-parse", "main")
-	tip := agentCommit(t, r, ws, map[string]string{"feature.txt": "feature\n", "src/a.txt": "alpha 2\n"})
+	first := agentCommit(t, r, ws, in, map[string]string{"feature.txt": "feature\n", "src/a.txt": "alpha 2\n"})
+	// A commit made with plain git inside, recorded.
+	writeFile(t, filepath.Join(in.Dir, "second.txt"), "second\n")
+	gitT(t, in.Dir, "add", "second.txt")
+	gitT(t, in.Dir, "commit", "-q", "-m", "agent's second commit")
+	tip := mustRecord(t, r, ws, in).Head
 	// A local change elsewhere survives.
 	writeFile(t, filepath.Join(repo, "src", "b.txt"), "bravo, locally edited\n")
 
-	res, err := r.Merge(context.Background(), "ff", MergeRequest{})
+	res, err := r.Merge(testCtx(t), "ff", MergeRequest{Commit: tip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +36,17 @@ func TestMergeFastForward(t *testing.T) {
 	if exp, got := tip, gitT(t, repo, "rev-parse", "main"); exp != got {
 		t.Fatalf("exp main at %s, got %s", exp, got)
 	}
+	// Exactly the agent's commits were added: no start commit.
+	if exp, got := tip+"\n"+first, gitT(t, repo, "rev-list", old+"..main"); exp != got {
+		t.Fatalf("exp the agent's two commits added, got %q", got)
+	}
 	if exp, got := "feature\n", readFile(t, filepath.Join(repo, "feature.txt")); exp != got {
 		t.Fatalf("exp merged file in the user's tree, got %q", got)
 	}
 	if exp, got := " M src/b.txt", gitT(t, repo, "status", "--porcelain"); exp != got {
 		t.Fatalf("exp only the user's own change left, got %q", got)
 	}
-	events, _ := r.Log(context.Background(), "ff")
+	events, _ := r.Log(testCtx(t), "ff")
 	if last := events[len(events)-1]; last.Kind != EventMerged || !strings.Contains(last.Message, "fast-forward") {
 		t.Fatalf("exp a merged event, got %+v", last)
 	}
@@ -72,10 +57,10 @@ func TestMergeCommit(t *testing.T) {
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
 	ws := mustCreate(t, r, CreateRequest{Name: "diverge"})
-	tip := agentCommit(t, r, ws, map[string]string{"agent.txt": "agent\n"})
+	tip := agentCommit(t, r, ws, newInside(t, ws), map[string]string{"agent.txt": "agent\n"})
 	userTip := userCommit(t, repo, map[string]string{"user.txt": "user\n"})
 
-	res, err := r.Merge(context.Background(), "diverge", MergeRequest{})
+	res, err := r.Merge(testCtx(t), "diverge", MergeRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +86,8 @@ func TestMergeNoFastForward(t *testing.T) {
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
 	ws := mustCreate(t, r, CreateRequest{Name: "noff"})
-	tip := agentCommit(t, r, ws, map[string]string{"agent.txt": "agent\n"})
-	res, err := r.Merge(context.Background(), "noff", MergeRequest{NoFastForward: true, Message: "custom merge"})
+	tip := agentCommit(t, r, ws, newInside(t, ws), map[string]string{"agent.txt": "agent\n"})
+	res, err := r.Merge(testCtx(t), "noff", MergeRequest{NoFastForward: true, Message: "custom merge"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +106,7 @@ func TestMergeConflictLeavesRepoUntouched(t *testing.T) {
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
 	ws := mustCreate(t, r, CreateRequest{Name: "clash"})
-	agentCommit(t, r, ws, map[string]string{"README.md": "# agent's readme\n", "agent.txt": "agent\n"})
+	agentCommit(t, r, ws, newInside(t, ws), map[string]string{"README.md": "# agent's readme\n", "agent.txt": "agent\n"})
 	userCommit(t, repo, map[string]string{"README.md": "# user's readme\n"})
 	// Unrelated local changes, staged and not, and an untracked file.
 	writeFile(t, filepath.Join(repo, "src", "a.txt"), "alpha, unstaged edit\n")
@@ -130,14 +115,14 @@ func TestMergeConflictLeavesRepoUntouched(t *testing.T) {
 	writeFile(t, filepath.Join(repo, "scratch.txt"), "untracked\n")
 	before := snapshotUser(t, repo)
 
-	_, err := r.Merge(context.Background(), "clash", MergeRequest{})
+	_, err := r.Merge(testCtx(t), "clash", MergeRequest{})
 	wantErr(t, err, ErrConflict)
 	var fe *FilesError
 	if !errors.As(err, &fe) || !reflect.DeepEqual([]string{"README.md"}, fe.Files) {
 		t.Fatalf("exp conflict in README.md, got %v", err)
 	}
 	wantSameUser(t, before, snapshotUser(t, repo))
-	events, _ := r.Log(context.Background(), "clash")
+	events, _ := r.Log(testCtx(t), "clash")
 	if last := events[len(events)-1]; last.Kind == EventMerged {
 		t.Fatalf("exp no merged event, got %+v", last)
 	}
@@ -173,13 +158,14 @@ func TestMergeRefusesDirtyTouchedFiles(t *testing.T) {
 			repo := newUserRepo(t)
 			r := openRepo(t, repo)
 			ws := mustCreate(t, r, CreateRequest{Name: "dirty"})
-			writeFile(t, filepath.Join(ws.Path, "build.log"), "agent's forced-in log\n")
-			gitT(t, ws.Path, "add", "-f", "build.log")
-			agentCommit(t, r, ws, map[string]string{"src/a.txt": "agent's edit\n", "new/file.txt": "agent's file\n"})
+			in := newInside(t, ws)
+			writeFile(t, filepath.Join(in.Dir, "build.log"), "agent's forced-in log\n")
+			gitT(t, in.Dir, "add", "-f", "build.log")
+			agentCommit(t, r, ws, in, map[string]string{"src/a.txt": "agent's edit\n", "new/file.txt": "agent's file\n"})
 			tc.dirty(t, repo)
 			before := snapshotUser(t, repo)
 
-			_, err := r.Merge(context.Background(), "dirty", MergeRequest{})
+			_, err := r.Merge(testCtx(t), "dirty", MergeRequest{})
 			wantErr(t, err, ErrDirty)
 			var fe *FilesError
 			if !errors.As(err, &fe) || !reflect.DeepEqual(tc.files, fe.Files) {
@@ -196,11 +182,11 @@ func TestMergeIntoBranchNotCheckedOut(t *testing.T) {
 	r := openRepo(t, repo)
 	gitT(t, repo, "branch", "release")
 	ws := mustCreate(t, r, CreateRequest{Name: "rel"})
-	tip := agentCommit(t, r, ws, map[string]string{"fix.txt": "fix\n"})
+	tip := agentCommit(t, r, ws, newInside(t, ws), map[string]string{"fix.txt": "fix\n"})
 	writeFile(t, filepath.Join(repo, "fix.txt"), "user's untracked file of the same name\n")
 	before := snapshotUser(t, repo)
 
-	res, err := r.Merge(context.Background(), "rel", MergeRequest{Into: "release"})
+	res, err := r.Merge(testCtx(t), "rel", MergeRequest{Into: "release"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,12 +205,12 @@ func TestMergeTargets(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	first := gitT(t, repo, "rev-parse", "HEAD~1")
 
 	// Created from a commit: no default target.
 	ws := mustCreate(t, r, CreateRequest{Name: "fromcommit", Base: first})
-	agentCommit(t, r, ws, map[string]string{"x.txt": "x\n"})
+	agentCommit(t, r, ws, newInside(t, ws), map[string]string{"x.txt": "x\n"})
 	_, err := r.Merge(ctx, "fromcommit", MergeRequest{})
 	wantErr(t, err, ErrNoTarget)
 	if _, err := r.Merge(ctx, "fromcommit", MergeRequest{Into: "main"}); err != nil {
@@ -236,6 +222,7 @@ func TestMergeTargets(t *testing.T) {
 		"-evil":             ErrInvalidName,
 		"a..b":              ErrInvalidName,
 		"patina/fromcommit": ErrNoTarget,
+		"main\x00":          ErrInvalidName,
 	} {
 		_, err := r.Merge(ctx, "fromcommit", MergeRequest{Into: into})
 		if !errors.Is(err, exp) {
@@ -250,16 +237,19 @@ func TestMergeNothingToMerge(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
+	ctx := testCtx(t)
 	ws := mustCreate(t, r, CreateRequest{Name: "idle"})
-	writeFile(t, filepath.Join(ws.Path, "uncommitted.txt"), "not merged\n")
+	in := newInside(t, ws)
+	writeFile(t, filepath.Join(in.Dir, "uncommitted.txt"), "not merged\n")
+	mustRecord(t, r, ws, in)
 	main := gitT(t, repo, "rev-parse", "main")
 
-	res, err := r.Merge(context.Background(), "idle", MergeRequest{})
+	res, err := r.Merge(ctx, "idle", MergeRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.UpToDate || !res.Uncommitted || res.Commit != main {
-		t.Fatalf("exp up to date with uncommitted work reported, got %+v", res)
+	if !res.UpToDate || res.Commit != main {
+		t.Fatalf("exp up to date, got %+v", res)
 	}
 	if exp, got := main, gitT(t, repo, "rev-parse", "main"); exp != got {
 		t.Fatalf("exp main unmoved at %s, got %s", exp, got)
@@ -267,14 +257,49 @@ func TestMergeNothingToMerge(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "uncommitted.txt")); err == nil {
 		t.Fatalf("uncommitted work was merged")
 	}
+	// A workspace from an older commit, into another branch: still nothing
+	// of the agent's to merge.
+	gitT(t, repo, "branch", "release", "HEAD~1")
+	old := mustCreate(t, r, CreateRequest{Name: "old", Base: "HEAD~1"})
+	if res, err := r.Merge(ctx, old.Name, MergeRequest{Into: "main"}); err != nil || !res.UpToDate {
+		t.Fatalf("exp up to date, got %+v, %v", res, err)
+	}
 
 	// Merged once, merging again is up to date.
-	agentCommit(t, r, ws, map[string]string{"done.txt": "done\n"})
-	if _, err := r.Merge(context.Background(), "idle", MergeRequest{}); err != nil {
+	agentCommit(t, r, ws, in, map[string]string{"done.txt": "done\n"})
+	if _, err := r.Merge(ctx, "idle", MergeRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = r.Merge(context.Background(), "idle", MergeRequest{})
-	if err != nil || !res.UpToDate || res.Uncommitted {
+	res, err = r.Merge(ctx, "idle", MergeRequest{})
+	if err != nil || !res.UpToDate {
 		t.Fatalf("exp up to date, got %+v, %v", res, err)
+	}
+}
+
+// What the user reviewed is what is merged: a merge pinned to a commit
+// refuses once the workspace has recorded another.
+func TestMergePinnedCommit(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ctx := testCtx(t)
+	ws := mustCreate(t, r, CreateRequest{Name: "pinned"})
+	in := newInside(t, ws)
+	agentCommit(t, r, ws, in, map[string]string{"a.txt": "a\n"})
+	reviewed := diffOf(t, r, ws, in).Commit
+	// The agent carries on after the review.
+	later := agentCommit(t, r, ws, in, map[string]string{"sneaky.txt": "not reviewed\n"})
+	before := snapshotUser(t, repo)
+
+	_, err := r.Merge(ctx, "pinned", MergeRequest{Commit: reviewed})
+	wantErr(t, err, ErrConflict)
+	if !strings.Contains(err.Error(), "moved since") {
+		t.Fatalf("exp the error to say the workspace moved, got %v", err)
+	}
+	wantSameUser(t, before, snapshotUser(t, repo))
+	_, err = r.Merge(ctx, "pinned", MergeRequest{Commit: "HEAD"})
+	wantErr(t, err, ErrInvalidName)
+	if res, err := r.Merge(ctx, "pinned", MergeRequest{Commit: later}); err != nil || res.Commit != later {
+		t.Fatalf("exp the reviewed tip merged, got %+v, %v", res, err)
 	}
 }

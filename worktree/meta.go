@@ -25,7 +25,7 @@ func (r *Repo) SetMeta(ctx context.Context, nameOrID string, meta json.RawMessag
 		return Workspace{}, fmt.Errorf("set meta %s: %w", nameOrID, err)
 	}
 	ws.Meta = meta
-	if err := r.writeState(ctx, ws.Commit, stateOf(ws)); err != nil {
+	if err := r.writeState(ctx, ws); err != nil {
 		return Workspace{}, fmt.Errorf("set meta %s: %w", nameOrID, err)
 	}
 	return ws, nil

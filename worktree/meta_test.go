@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 )
@@ -10,7 +9,7 @@ func TestSetMeta(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ws := mustCreate(t, r, CreateRequest{Name: "meta", Image: "keep", Meta: json.RawMessage(`{"old":true}`)})
 
 	got, err := r.SetMeta(ctx, "meta", json.RawMessage(` {"new": 1} `))

@@ -31,6 +31,7 @@ const (
 	ruleComponent   = "has an empty path component ('//' or a leading or trailing '/')"
 	ruleKind        = "must match [a-z][a-z0-9_-]* (at most 32 bytes)"
 	ruleAuthor      = "must be non-empty and contain no '<', '>' or control characters"
+	ruleNotRef      = "is not a full ref name (refs/...)"
 )
 
 // ValidateName checks a workspace name before it becomes a branch
@@ -137,6 +138,30 @@ func validateBranch(branch string) (string, error) {
 		}
 	}
 	return "refs/heads/" + short, nil
+}
+
+// validateRef checks a full ref name (refs/...) read from outside (a
+// note, a HEAD file) before it reaches git or becomes a merge target.
+func validateRef(ref string) (string, error) {
+	bad := func(rule string) (string, error) {
+		return "", &NameError{What: "ref", Name: ref, Rule: rule}
+	}
+	rest, ok := strings.CutPrefix(ref, "refs/")
+	if !ok || rest == "" {
+		return bad(ruleNotRef)
+	}
+	if len(ref) > 1024 {
+		return bad(ruleTooLong + " of 1024 bytes")
+	}
+	if rule := commonRule(ref); rule != "" {
+		return bad(rule)
+	}
+	for _, c := range strings.Split(rest, "/") {
+		if rule := componentRule(c); rule != "" {
+			return bad(rule)
+		}
+	}
+	return ref, nil
 }
 
 // validateRev checks a revision given by a caller (create base) before it

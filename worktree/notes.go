@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,21 +11,24 @@ import (
 )
 
 // The two notes refs patina keeps in the user's repository. Both annotate
-// a workspace's initial commit (Workspace.Commit).
+// a workspace's anchor (Workspace.Anchor).
 const (
 	// StateNotesRef holds one JSON document per workspace, written whole.
 	StateNotesRef = "refs/notes/patina-state"
 	// LogNotesRef holds one human-readable line per event, appended; read it
-	// with `git notes --ref patina-log show <commit>`.
+	// with `git notes --ref patina-log show <anchor>`.
 	LogNotesRef = "refs/notes/patina-log"
 )
 
-// stateVersion is the version of the state note format written.
-const stateVersion = 1
+// Bounds on notes, which are outside input.
+const (
+	maxStateNote = 1 << 20
+	maxLogNote   = 64 << 20
+)
 
-// state is the JSON state note. Path is not stored: a worktree's location
-// is git's business (git worktree list) and differs between machines.
-type state struct {
+// stateNote is the JSON state note. No path is stored: where a
+// workspace's files live is the sidecar's business.
+type stateNote struct {
 	Version    int             `json:"version"`
 	ID         string          `json:"id"`
 	Name       string          `json:"name"`
@@ -36,16 +40,16 @@ type state struct {
 	Meta       json.RawMessage `json:"meta,omitempty"`
 }
 
-// noteState is a parsed state note and the commit it annotates.
+// noteState is a parsed state note and the object it annotates.
 type noteState struct {
-	commit string
-	st     state
+	obj string
+	st  stateNote
 }
 
 // stateOf is the state note content for ws.
-func stateOf(ws Workspace) state {
-	return state{
-		Version:    stateVersion,
+func stateOf(ws Workspace) stateNote {
+	return stateNote{
+		Version:    ws.Format,
 		ID:         ws.ID,
 		Name:       ws.Name,
 		Branch:     ws.Branch,
@@ -58,12 +62,16 @@ func stateOf(ws Workspace) state {
 }
 
 // parseState decodes and checks a state note. Notes travel with
-// repositories, so their content is outside input: a name that would not
-// pass ValidateName never becomes a path or a ref.
-func parseState(b []byte) (state, error) {
-	var st state
+// repositories (and legacy workspaces could write them), so their content
+// is outside input: a name that would not pass ValidateName never becomes
+// a ref, an id must be a uuid, a base commit an object id.
+func parseState(b []byte) (stateNote, error) {
+	var st stateNote
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("state note: %w", err)
+	}
+	if st.Version != FormatLegacy && st.Version != FormatCurrent {
+		return st, fmt.Errorf("state note: unknown version %d", st.Version)
 	}
 	if err := ValidateName(st.Name); err != nil {
 		return st, fmt.Errorf("state note: %w", err)
@@ -71,8 +79,13 @@ func parseState(b []byte) (state, error) {
 	if !isUUID(st.ID) {
 		return st, fmt.Errorf("state note: id %q is not a uuid", st.ID)
 	}
-	if !isHex(st.BaseCommit) {
+	if !isHex(st.BaseCommit) || len(st.BaseCommit) != 40 && len(st.BaseCommit) != 64 {
 		return st, fmt.Errorf("state note: base commit %q is not an object id", st.BaseCommit)
+	}
+	if st.BaseRef != "" {
+		if _, err := validateRef(st.BaseRef); err != nil {
+			return st, fmt.Errorf("state note: base ref: %w", err)
+		}
 	}
 	if len(st.Meta) > 0 && !json.Valid(st.Meta) {
 		return st, fmt.Errorf("state note: meta is not valid JSON")
@@ -81,81 +94,198 @@ func parseState(b []byte) (state, error) {
 	return st, nil
 }
 
-// readStates reads every state note of the repository. Notes that do not
-// parse are logged and skipped, so one bad note hides one workspace, not
-// all of them.
+// readStates reads every state note of the repository that checks out
+// (see readAllStates), one per workspace id: of two notes for one id, the
+// format-2 one wins (a migration that crashed half way).
 func (r *Repo) readStates(ctx context.Context) ([]noteState, error) {
-	out, err := r.run(ctx, "notes", "--ref="+StateNotesRef, "list")
+	all, err := r.readAllStates(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read state notes: %w", err)
+		return nil, err
 	}
-	byCommit := parseNotesList(out)
-	blobIDs := make([]string, 0, len(byCommit))
-	for _, blob := range byCommit {
-		blobIDs = append(blobIDs, blob)
-	}
-	blobs, err := r.git.catBlobs(ctx, r.root, blobIDs)
-	if err != nil {
-		return nil, fmt.Errorf("read state notes: %w", err)
-	}
-	var states []noteState
-	for commit, blob := range byCommit {
-		st, err := parseState(blobs[blob])
-		if err != nil {
-			r.logger.Warn("skipping unreadable state note", "commit", commit, "err", err)
+	byID := map[string]noteState{}
+	for _, ns := range all {
+		prev, ok := byID[ns.st.ID]
+		if ok && (prev.st.Version > ns.st.Version || prev.st.Version == ns.st.Version && prev.obj < ns.obj) {
 			continue
 		}
-		states = append(states, noteState{commit: commit, st: st})
+		byID[ns.st.ID] = ns
+	}
+	states := make([]noteState, 0, len(byID))
+	for _, ns := range byID {
+		states = append(states, ns)
 	}
 	return states, nil
 }
 
-// writeState writes the state note of commit, replacing any.
-func (r *Repo) writeState(ctx context.Context, commit string, st state) error {
-	b, err := json.Marshal(st)
+// readAllStates reads every state note that checks out: a format-2 note
+// must annotate the anchor of its own id, a legacy note a commit. Notes
+// that do not are logged and skipped, so one bad note hides one
+// workspace, not all of them.
+func (r *Repo) readAllStates(ctx context.Context) ([]noteState, error) {
+	out, err := r.run(ctx, "notes", "--ref="+StateNotesRef, "list")
+	if err != nil {
+		return nil, fmt.Errorf("read state notes: %w", err)
+	}
+	byObj := parseNotesList(out)
+	if len(byObj) == 0 {
+		return nil, nil
+	}
+	var blobIDs []string
+	for _, blob := range byObj {
+		blobIDs = append(blobIDs, blob)
+	}
+	blobs, err := r.catBlobs(ctx, blobIDs, maxStateNote)
+	if err != nil {
+		return nil, fmt.Errorf("read state notes: %w", err)
+	}
+	var states []noteState
+	var legacyObjs []string
+	for obj, blob := range byObj {
+		b, ok := blobs[blob]
+		if !ok {
+			r.logger.Warn("skipping unreadable state note", "object", obj, "err", "missing, not a blob, or larger than the limit")
+			continue
+		}
+		st, err := parseState(b)
+		if err == nil && !r.format.isOID(st.BaseCommit) {
+			err = fmt.Errorf("state note: base commit %s is not an object id of this repository", st.BaseCommit)
+		}
+		if err == nil && st.Version == FormatCurrent && obj != r.format.anchorID(st.ID) {
+			err = fmt.Errorf("state note: on %s, which is not the anchor of workspace %s", obj, st.ID)
+		}
+		if err != nil {
+			r.logger.Warn("skipping unreadable state note", "object", obj, "err", err)
+			continue
+		}
+		states = append(states, noteState{obj: obj, st: st})
+		if st.Version == FormatLegacy {
+			legacyObjs = append(legacyObjs, obj)
+		}
+	}
+	if len(legacyObjs) == 0 {
+		return states, nil
+	}
+	types, err := r.objectTypes(ctx, nil, legacyObjs)
+	if err != nil {
+		return nil, fmt.Errorf("read state notes: %w", err)
+	}
+	kept := states[:0]
+	for _, ns := range states {
+		if ns.st.Version == FormatLegacy && types[ns.obj] != "commit" {
+			r.logger.Warn("skipping legacy state note not on a commit", "object", ns.obj, "type", types[ns.obj])
+			continue
+		}
+		kept = append(kept, ns)
+	}
+	return kept, nil
+}
+
+// catBlobs reads blobs by id in one `git cat-file --batch`, after a
+// `--batch-check` that leaves out missing ones, non-blobs and blobs larger
+// than max.
+func (r *Repo) catBlobs(ctx context.Context, ids []string, max int64) (map[string][]byte, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	c := r.cmd(nil, "cat-file", "--batch-check")
+	c.stdin = strings.NewReader(strings.Join(ids, "\n") + "\n")
+	out, err := r.git.run(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var want []string
+	var total int64
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[1] != "blob" {
+			continue
+		}
+		n, err := parseSize(f[2])
+		if err != nil || n > max {
+			continue
+		}
+		want = append(want, f[0])
+		total += n + int64(len(line)) + 2
+	}
+	if len(want) == 0 {
+		return map[string][]byte{}, nil
+	}
+	c = r.cmd(nil, "cat-file", "--batch")
+	c.stdin = strings.NewReader(strings.Join(want, "\n") + "\n")
+	c.limit = total + 1024
+	out, err = r.git.run(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return parseCatFileBatch(out)
+}
+
+// writeState writes the state note of ws, replacing any. A format-2
+// workspace's anchor is written again first (which also freshens it, so
+// gc keeps it while the workspace is in use; see DESIGN.md).
+func (r *Repo) writeState(ctx context.Context, ws Workspace) error {
+	if ws.Format == FormatCurrent {
+		if err := r.writeAnchor(ctx, ws.ID); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(stateOf(ws))
 	if err != nil {
 		return fmt.Errorf("write state note: %w", err)
 	}
-	return r.writeNote(ctx, StateNotesRef, commit, append(b, '\n'))
+	return r.writeNote(ctx, StateNotesRef, ws.Anchor, append(b, '\n'))
 }
 
-// writeNote replaces the note of commit under ref with content. Callers
-// hold the repository lock: notes refs are updated read-modify-write.
-func (r *Repo) writeNote(ctx context.Context, ref, commit string, content []byte) error {
-	_, err := r.git.run(ctx, gitCmd{
-		dir:   r.root,
-		args:  []string{"notes", "--ref=" + ref, "add", "-f", "-F", "-", commit},
-		stdin: content,
-	})
+// writeAnchor writes the anchor blob of workspace id and checks its name.
+func (r *Repo) writeAnchor(ctx context.Context, id string) error {
+	c := r.cmd(nil, "hash-object", "-w", "-t", "blob", "--stdin")
+	c.stdin = bytes.NewReader(anchorContent(id))
+	out, err := r.git.run(ctx, c)
 	if err != nil {
-		return fmt.Errorf("write note %s on %s: %w", ref, commit, err)
+		return fmt.Errorf("write anchor: %w", err)
+	}
+	if got, exp := strings.TrimSpace(string(out)), r.format.anchorID(id); got != exp {
+		return fmt.Errorf("write anchor: git named it %s, expected %s", got, exp)
 	}
 	return nil
 }
 
-// readNote returns the note of commit under ref, "" if there is none.
-func (r *Repo) readNote(ctx context.Context, ref, commit string) (string, error) {
-	out, err := r.git.run(ctx, gitCmd{dir: r.root, args: []string{"notes", "--ref=" + ref, "show", commit}})
+// writeNote replaces the note of obj under ref with content. Callers
+// hold the repository lock: notes refs are updated read-modify-write.
+func (r *Repo) writeNote(ctx context.Context, ref, obj string, content []byte) error {
+	c := r.cmd(nil, "notes", "--ref="+ref, "add", "-f", "-F", "-", obj)
+	c.stdin = bytes.NewReader(content)
+	if _, err := r.git.run(ctx, c); err != nil {
+		return fmt.Errorf("write note %s on %s: %w", ref, obj, err)
+	}
+	return nil
+}
+
+// readNote returns the note of obj under ref, "" if there is none.
+func (r *Repo) readNote(ctx context.Context, ref, obj string) (string, error) {
+	c := r.cmd(nil, "notes", "--ref="+ref, "show", obj)
+	c.limit = maxLogNote
+	out, err := r.git.run(ctx, c)
 	if errors.Is(err, ErrNotFound) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read note %s on %s: %w", ref, commit, err)
+		return "", fmt.Errorf("read note %s on %s: %w", ref, obj, err)
 	}
 	return string(out), nil
 }
 
-// removeNote removes the note of commit under ref, if any.
-func (r *Repo) removeNote(ctx context.Context, ref, commit string) error {
-	if _, err := r.run(ctx, "notes", "--ref="+ref, "remove", "--ignore-missing", commit); err != nil {
-		return fmt.Errorf("remove note %s on %s: %w", ref, commit, err)
+// removeNote removes the note of obj under ref, if any.
+func (r *Repo) removeNote(ctx context.Context, ref, obj string) error {
+	if _, err := r.run(ctx, "notes", "--ref="+ref, "remove", "--ignore-missing", obj); err != nil {
+		return fmt.Errorf("remove note %s on %s: %w", ref, obj, err)
 	}
 	return nil
 }
 
-// appendEvent appends ev to the log note of commit. Callers hold the lock.
-func (r *Repo) appendEvent(ctx context.Context, commit string, evs ...Event) error {
-	old, err := r.readNote(ctx, LogNotesRef, commit)
+// appendEvent appends evs to the log note of obj. Callers hold the lock.
+func (r *Repo) appendEvent(ctx context.Context, obj string, evs ...Event) error {
+	old, err := r.readNote(ctx, LogNotesRef, obj)
 	if err != nil {
 		return err
 	}
@@ -171,7 +301,7 @@ func (r *Repo) appendEvent(ctx context.Context, commit string, evs ...Event) err
 		b.WriteString(ev.String())
 		b.WriteByte('\n')
 	}
-	return r.writeNote(ctx, LogNotesRef, commit, []byte(b.String()))
+	return r.writeNote(ctx, LogNotesRef, obj, []byte(b.String()))
 }
 
 // logEvent appends ev to the log of a workspace after a change has been
@@ -180,7 +310,7 @@ func (r *Repo) appendEvent(ctx context.Context, commit string, evs ...Event) err
 func (r *Repo) logEvent(ctx context.Context, ws Workspace, ev Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := r.appendEvent(ctx, ws.Commit, ev); err != nil {
+	if err := r.appendEvent(ctx, ws.Anchor, ev); err != nil {
 		r.logger.Warn("append to workspace log", "workspace", ws.Name, "kind", ev.Kind, "err", err)
 	}
 }

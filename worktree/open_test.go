@@ -1,9 +1,9 @@
 package worktree
 
 import (
-	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -19,6 +19,9 @@ func TestOpen(t *testing.T) {
 		}
 		if exp, got := filepath.Join(repo, ".git"), r.GitCommonDir(); exp != got {
 			t.Errorf("Open(%s): exp common dir %s, got %s", p, exp, got)
+		}
+		if exp, got := []string{filepath.Join(repo, ".git", "objects")}, r.ObjectDirs(); !reflect.DeepEqual(exp, got) {
+			t.Errorf("Open(%s): exp object dirs %q, got %q", p, exp, got)
 		}
 		if !strings.HasPrefix(r.WorktreesDir(), filepath.Join(state, "worktrees")+string(filepath.Separator)) {
 			t.Errorf("Open(%s): exp worktrees dir under %s, got %s", p, state, r.WorktreesDir())
@@ -47,7 +50,7 @@ func TestOpenFromLinkedWorktree(t *testing.T) {
 
 func TestOpenRefuses(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	cfg := Config{StateDir: t.TempDir(), Logger: testLogger(t)}
 
 	_, err := Open(ctx, cfg, t.TempDir())
@@ -79,7 +82,7 @@ func TestOpenDefaults(t *testing.T) {
 	state := tempDir(t)
 	t.Setenv("XDG_STATE_HOME", state)
 	repo := newUserRepo(t)
-	r, err := Open(context.Background(), Config{}, repo)
+	r, err := Open(testCtx(t), Config{}, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +92,8 @@ func TestOpenDefaults(t *testing.T) {
 	if exp, got := DefaultAuthor, r.cfg.Author; exp != got {
 		t.Errorf("exp author %v, got %v", exp, got)
 	}
-	if r.cfg.Logger == nil || r.cfg.GitPath == "" {
-		t.Errorf("exp logger and git path filled in, got %+v", r.cfg)
+	if r.cfg.Logger == nil || r.cfg.GitPath == "" || r.cfg.MaxPackBytes != 2<<30 || r.cfg.MaxObjectBytes != 8<<30 {
+		t.Errorf("exp logger, git path and limits filled in, got %+v", r.cfg)
 	}
 }
 
@@ -99,12 +102,49 @@ func TestCreateInEmptyRepo(t *testing.T) {
 	repo := t.TempDir()
 	gitT(t, repo, "init", "-q", "-b", "main")
 	r := openRepo(t, repo)
-	_, err := r.Create(context.Background(), CreateRequest{Name: "first"})
+	_, err := r.Create(testCtx(t), CreateRequest{Name: "first"})
 	wantErr(t, err, ErrUnsupported)
 	if !strings.Contains(err.Error(), "no commits") {
 		t.Errorf("exp the message to say there are no commits, got %q", err)
 	}
-	if entries, _ := os.ReadDir(r.WorktreesDir()); len(entries) != 0 {
-		t.Errorf("exp nothing left behind, got %v", entries)
+}
+
+// The object directories a workspace borrows from include the
+// repository's own alternates, recursively, that exist.
+func TestObjectDirsFollowAlternates(t *testing.T) {
+	t.Parallel()
+	lender := newUserRepo(t)
+	second := newUserRepo(t)
+	repo := tempDir(t)
+	gitT(t, repo, "clone", "-q", "--shared", lender, ".")
+	alternates := filepath.Join(repo, ".git", "objects", "info", "alternates")
+	lenderObjects := filepath.Join(lender, ".git", "objects")
+	secondObjects := filepath.Join(second, ".git", "objects")
+	writeFile(t, filepath.Join(lenderObjects, "info", "alternates"), "# a comment\n"+secondObjects+"\n")
+	writeFile(t, alternates, lenderObjects+"\n\n/does/not/exist\n\"../../../"+filepath.Base(second)+"/.git/objects\"\n")
+	r := openRepo(t, repo)
+	exp := []string{filepath.Join(repo, ".git", "objects"), lenderObjects, secondObjects}
+	if got := r.ObjectDirs(); !reflect.DeepEqual(exp, got) {
+		t.Fatalf("exp %q, got %q", exp, got)
 	}
+}
+
+// A repository whose main working tree holds a symlinked .git file (or
+// whose linked worktrees' admin files are hostile) still opens, without
+// asking git worktree list.
+func TestOpenIgnoresHostileAdminDirs(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	admin := filepath.Join(repo, ".git", "worktrees", "evil")
+	if err := os.MkdirAll(admin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallMkfifo(filepath.Join(admin, "gitdir")); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	r := openRepo(t, repo)
+	if exp, got := repo, r.Root(); exp != got {
+		t.Fatalf("exp root %s, got %s", exp, got)
+	}
+	mustCreate(t, r, CreateRequest{Name: "fine"})
 }

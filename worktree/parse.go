@@ -4,64 +4,16 @@ package worktree
 // human-readable messages are read only by classify in git.go.
 
 import (
-	"context"
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
+	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-// worktreeEntry is one entry of `git worktree list --porcelain -z`.
-type worktreeEntry struct {
-	path     string
-	head     string
-	branch   string // full ref, "" when detached
-	bare     bool
-	prunable bool // git knows its directory is gone
-}
-
-// listWorktrees lists the worktrees of the repository at dir; the first is
-// the main one.
-func listWorktrees(ctx context.Context, g *runner, dir string) ([]worktreeEntry, error) {
-	out, err := g.run(ctx, gitCmd{dir: dir, args: []string{"worktree", "list", "--porcelain", "-z"}})
-	if err != nil {
-		return nil, err
-	}
-	return parseWorktreeList(string(out)), nil
-}
-
-// parseWorktreeList parses attribute lines separated by NUL, entries
-// separated by an empty attribute.
-func parseWorktreeList(out string) []worktreeEntry {
-	var list []worktreeEntry
-	var cur *worktreeEntry
-	for _, attr := range strings.Split(out, "\x00") {
-		if attr == "" {
-			cur = nil
-			continue
-		}
-		key, val, _ := strings.Cut(attr, " ")
-		if key == "worktree" {
-			list = append(list, worktreeEntry{path: val})
-			cur = &list[len(list)-1]
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		switch key {
-		case "HEAD":
-			cur.head = val
-		case "branch":
-			cur.branch = val
-		case "bare":
-			cur.bare = true
-		case "prunable":
-			cur.prunable = true
-		}
-	}
-	return list
-}
 
 // parseNotesList parses `git notes list`: "<note blob> <annotated object>"
 // per line. It returns annotated object -> note blob.
@@ -116,50 +68,11 @@ func parseMergeTreeZ(out string) (tree string, conflicts []string, err error) {
 	return parts[0], conflicts, nil
 }
 
-// parseNameStatusZ parses `git diff-tree -r -M --name-status -z`: a status
-// ("M", "A", "D", "T", "R097", "C100") then one path, or two for renames
-// and copies.
+// parseNameStatusZ parses the whole of `git diff-tree -r -M --name-status
+// -z` output.
 func parseNameStatusZ(out string) ([]FileStat, error) {
-	f := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
-	if len(f) == 1 && f[0] == "" {
-		return nil, nil
-	}
-	var files []FileStat
-	for i := 0; i < len(f); {
-		code := f[i]
-		if code == "" {
-			return nil, fmt.Errorf("diff: empty status at field %d", i)
-		}
-		fs := FileStat{}
-		paths := 1
-		switch code[0] {
-		case 'A':
-			fs.Status = StatusAdded
-		case 'M':
-			fs.Status = StatusModified
-		case 'D':
-			fs.Status = StatusDeleted
-		case 'T':
-			fs.Status = StatusTypeChanged
-		case 'R':
-			fs.Status, paths = StatusRenamed, 2
-		case 'C':
-			fs.Status, paths = StatusCopied, 2
-		default:
-			return nil, fmt.Errorf("diff: unknown status %q", code)
-		}
-		if i+paths >= len(f) {
-			return nil, fmt.Errorf("diff: truncated entry for status %q", code)
-		}
-		if paths == 2 {
-			fs.OldPath, fs.Path = f[i+1], f[i+2]
-		} else {
-			fs.Path = f[i+1]
-		}
-		files = append(files, fs)
-		i += 1 + paths
-	}
-	return files, nil
+	files, _, err := readNameStatusZ(strings.NewReader(out), math.MaxInt)
+	return files, err
 }
 
 // numstat is one line of `--numstat`.
@@ -168,44 +81,12 @@ type numstat struct {
 	binary         bool
 }
 
-// parseNumstatZ parses `git diff-tree -r -M --numstat -z`:
-// "<added>\t<deleted>\t<path>\0" or, for renames and copies,
+// parseNumstatZ parses the whole of `git diff-tree -r -M --numstat -z`
+// output: "<added>\t<deleted>\t<path>\0" or, for renames and copies,
 // "<added>\t<deleted>\t\0<old>\0<new>\0"; binary files count "-". It
 // returns new path -> counts.
 func parseNumstatZ(out string) (map[string]numstat, error) {
-	stats := map[string]numstat{}
-	f := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
-	if len(f) == 1 && f[0] == "" {
-		return stats, nil
-	}
-	for i := 0; i < len(f); {
-		parts := strings.SplitN(f[i], "\t", 3)
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("numstat: bad entry %q", f[i])
-		}
-		var ns numstat
-		if parts[0] == "-" && parts[1] == "-" {
-			ns.binary = true
-		} else {
-			a, err1 := strconv.Atoi(parts[0])
-			d, err2 := strconv.Atoi(parts[1])
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("numstat: bad counts %q", f[i])
-			}
-			ns.added, ns.deleted = a, d
-		}
-		path := parts[2]
-		i++
-		if path == "" { // rename or copy: old and new follow
-			if i+1 >= len(f) {
-				return nil, fmt.Errorf("numstat: truncated rename")
-			}
-			path = f[i+1]
-			i += 2
-		}
-		stats[path] = ns
-	}
-	return stats, nil
+	return readNumstatZ(strings.NewReader(out), math.MaxInt)
 }
 
 func isHex(s string) bool {
@@ -226,4 +107,205 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// parseSize parses an object size from cat-file.
+func parseSize(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n, nil
+}
+
+// parseCatFileBatch parses `git cat-file --batch` output: for each object
+// "<oid> <type> <size>\n<content>\n", or "<input> missing\n".
+func parseCatFileBatch(out []byte) (map[string][]byte, error) {
+	blobs := map[string][]byte{}
+	for len(out) > 0 {
+		header, rest, ok := bytes.Cut(out, []byte("\n"))
+		if !ok {
+			return nil, fmt.Errorf("cat-file: truncated header %q", truncate(string(header), 200))
+		}
+		f := strings.Fields(string(header))
+		if len(f) == 2 && f[1] == "missing" {
+			out = rest
+			continue
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("cat-file: bad header %q", truncate(string(header), 200))
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size < 0 || size+1 > len(rest) {
+			return nil, fmt.Errorf("cat-file: bad size in %q", truncate(string(header), 200))
+		}
+		blobs[f[0]] = rest[:size]
+		out = rest[size+1:]
+	}
+	return blobs, nil
+}
+
+// parseBatchCheck parses `git cat-file --batch-check='%(objectname)
+// %(objecttype)'`: oid -> type; "<input> missing" lines are left out.
+func parseBatchCheck(out string) map[string]string {
+	types := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && isHex(f[0]) && f[1] != "missing" {
+			types[f[0]] = f[1]
+		}
+	}
+	return types
+}
+
+// parseIndexPackOutput parses what `git index-pack --stdin` prints: "pack"
+// (or "keep") a tab and the pack's hash.
+func parseIndexPackOutput(out string) (string, error) {
+	line := strings.TrimRight(out, "\n")
+	kind, hash, ok := strings.Cut(line, "\t")
+	if !ok || (kind != "pack" && kind != "keep") || !isHex(hash) || len(hash) != 40 && len(hash) != 64 {
+		return "", fmt.Errorf("index-pack: unexpected output %q", truncate(out, 200))
+	}
+	return hash, nil
+}
+
+// parseGitdirFile parses a linked worktree's admin "gitdir" file (the
+// absolute path of the worktree's .git file) and returns the worktree's
+// directory.
+func parseGitdirFile(b []byte) (string, error) {
+	p := strings.TrimRight(string(b), "\n")
+	if p == "" || strings.ContainsAny(p, "\x00\n") || !filepath.IsAbs(p) {
+		return "", fmt.Errorf("gitdir: not an absolute path: %q", truncate(p, 200))
+	}
+	p = filepath.Clean(p)
+	if filepath.Base(p) != ".git" {
+		return "", fmt.Errorf("gitdir: %q does not name a .git file", truncate(p, 200))
+	}
+	return filepath.Dir(p), nil
+}
+
+// parseHEADFile parses a HEAD file: the full ref of a symbolic HEAD, ""
+// for a detached one.
+func parseHEADFile(b []byte) (string, error) {
+	s := strings.TrimRight(string(b), "\n")
+	if ref, ok := strings.CutPrefix(s, "ref: "); ok {
+		if _, err := validateRef(ref); err != nil {
+			return "", err
+		}
+		return ref, nil
+	}
+	if isHex(s) {
+		return "", nil
+	}
+	return "", fmt.Errorf("HEAD: unexpected content %q", truncate(s, 200))
+}
+
+// parseDotGitFile parses a worktree's .git file, "gitdir: <path>".
+func parseDotGitFile(b []byte) (string, error) {
+	s := strings.TrimRight(string(b), "\n")
+	p, ok := strings.CutPrefix(s, "gitdir: ")
+	if !ok || p == "" || strings.ContainsAny(p, "\x00\n") {
+		return "", fmt.Errorf(".git file: unexpected content %q", truncate(s, 200))
+	}
+	return p, nil
+}
+
+// maxZField bounds one NUL-terminated field read by zScanner: a path in
+// a workspace's tree, which the workspace chose.
+const maxZField = 1 << 20
+
+// zScanner reads NUL-terminated fields from git's -z output as a stream.
+func zScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxZField)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, 0); i >= 0 {
+			return i + 1, data[:i], nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	return sc
+}
+
+// readNameStatusZ reads `git diff-tree -r -M --name-status -z` as a
+// stream: up to max entries, then more = true if there was another.
+func readNameStatusZ(r io.Reader, max int) (files []FileStat, more bool, err error) {
+	sc := zScanner(r)
+	for sc.Scan() {
+		code := sc.Text()
+		if code == "" {
+			return nil, false, fmt.Errorf("diff: empty status")
+		}
+		if len(files) == max {
+			return files, true, nil
+		}
+		fs := FileStat{}
+		paths := 1
+		switch code[0] {
+		case 'A':
+			fs.Status = StatusAdded
+		case 'M':
+			fs.Status = StatusModified
+		case 'D':
+			fs.Status = StatusDeleted
+		case 'T':
+			fs.Status = StatusTypeChanged
+		case 'R':
+			fs.Status, paths = StatusRenamed, 2
+		case 'C':
+			fs.Status, paths = StatusCopied, 2
+		default:
+			return nil, false, fmt.Errorf("diff: unknown status %q", truncate(code, 20))
+		}
+		var p [2]string
+		for i := 0; i < paths; i++ {
+			if !sc.Scan() {
+				return nil, false, fmt.Errorf("diff: truncated entry for status %q", code)
+			}
+			p[i] = sc.Text()
+		}
+		if paths == 2 {
+			fs.OldPath, fs.Path = p[0], p[1]
+		} else {
+			fs.Path = p[0]
+		}
+		files = append(files, fs)
+	}
+	return files, false, sc.Err()
+}
+
+// readNumstatZ reads `git diff-tree -r -M --numstat -z` as a stream, up to
+// max entries: new path -> counts.
+func readNumstatZ(r io.Reader, max int) (map[string]numstat, error) {
+	stats := map[string]numstat{}
+	sc := zScanner(r)
+	for n := 0; n < max && sc.Scan(); n++ {
+		parts := strings.SplitN(sc.Text(), "\t", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("numstat: bad entry %q", truncate(sc.Text(), 200))
+		}
+		var ns numstat
+		if parts[0] == "-" && parts[1] == "-" {
+			ns.binary = true
+		} else {
+			a, err1 := strconv.Atoi(parts[0])
+			d, err2 := strconv.Atoi(parts[1])
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("numstat: bad counts %q", truncate(sc.Text(), 200))
+			}
+			ns.added, ns.deleted = a, d
+		}
+		path := parts[2]
+		if path == "" { // rename or copy: old and new follow
+			if !sc.Scan() || !sc.Scan() {
+				return nil, fmt.Errorf("numstat: truncated rename")
+			}
+			path = sc.Text()
+		}
+		stats[path] = ns
+	}
+	return stats, sc.Err()
 }

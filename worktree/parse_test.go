@@ -1,28 +1,11 @@
 package worktree
 
 import (
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
-
-func TestParseWorktreeList(t *testing.T) {
-	t.Parallel()
-	out := "worktree /r\x00HEAD 1111\x00branch refs/heads/main\x00\x00" +
-		"worktree /s/w x\x00HEAD 2222\x00branch refs/heads/patina/x\x00prunable gitdir file points to non-existent location\x00\x00" +
-		"worktree /s/d\x00HEAD 3333\x00detached\x00locked\x00\x00"
-	exp := []worktreeEntry{
-		{path: "/r", head: "1111", branch: "refs/heads/main"},
-		{path: "/s/w x", head: "2222", branch: "refs/heads/patina/x", prunable: true},
-		{path: "/s/d", head: "3333"},
-	}
-	if got := parseWorktreeList(out); !reflect.DeepEqual(exp, got) {
-		t.Fatalf("exp %+v, got %+v", exp, got)
-	}
-	bare := parseWorktreeList("worktree /r.git\x00bare\x00\x00")
-	if len(bare) != 1 || !bare[0].bare {
-		t.Fatalf("exp one bare entry, got %+v", bare)
-	}
-}
 
 func TestParseNotesList(t *testing.T) {
 	t.Parallel()
@@ -147,25 +130,125 @@ func TestOverlapping(t *testing.T) {
 }
 
 // Git output is outside input: the parsers must never panic.
+func TestParseSmallFormats(t *testing.T) {
+	t.Parallel()
+	if got, err := parseIndexPackOutput("pack\t" + strings.Repeat("a", 40) + "\n"); err != nil || got != strings.Repeat("a", 40) {
+		t.Errorf("index-pack output: got %q, %v", got, err)
+	}
+	for _, bad := range []string{"", "pack\tzz", "pack " + strings.Repeat("a", 40), "junk\t" + strings.Repeat("a", 40)} {
+		if _, err := parseIndexPackOutput(bad); err == nil {
+			t.Errorf("exp %q refused", bad)
+		}
+	}
+	if exp, got := map[string]string{"aaaa": "commit", "bbbb": "blob"}, parseBatchCheck("aaaa commit\nbbbb blob\ncccc missing\njunk\n"); !reflect.DeepEqual(exp, got) {
+		t.Errorf("batch-check: exp %v, got %v", exp, got)
+	}
+	if got, err := parseGitdirFile([]byte("/s/w x/.git\n")); err != nil || got != "/s/w x" {
+		t.Errorf("gitdir: got %q, %v", got, err)
+	}
+	for _, bad := range []string{"relative/.git", "/no/dotgit", "", "/a/.git\n/b/.git"} {
+		if _, err := parseGitdirFile([]byte(bad)); err == nil {
+			t.Errorf("exp gitdir %q refused", bad)
+		}
+	}
+	for in, exp := range map[string]string{"ref: refs/heads/main\n": "refs/heads/main", strings.Repeat("a", 40) + "\n": ""} {
+		if got, err := parseHEADFile([]byte(in)); err != nil || got != exp {
+			t.Errorf("HEAD %q: exp %q, got %q, %v", in, exp, got, err)
+		}
+	}
+	for _, bad := range []string{"ref: HEAD", "ref: refs/heads/../x", "ref: refs/heads/-x y", "junk"} {
+		if _, err := parseHEADFile([]byte(bad)); err == nil {
+			t.Errorf("exp HEAD %q refused", bad)
+		}
+	}
+	if got, err := parseDotGitFile([]byte("gitdir: /r/.git/worktrees/x\n")); err != nil || got != "/r/.git/worktrees/x" {
+		t.Errorf(".git file: got %q, %v", got, err)
+	}
+	if exp, got := []string{"/a/objects", "rel/objects", "/quoted\tpath"}, parseAlternates("/a/objects\n# comment\n\nrel/objects\r\n\"/quoted\\tpath\"\n\"bad quote\n"); !reflect.DeepEqual(exp, got) {
+		t.Errorf("alternates: exp %q, got %q", exp, got)
+	}
+	pack := append([]byte("PACK\x00\x00\x00\x02\x00\x00\x01\x00"), 0)
+	if n, err := parsePackHeader(pack); err != nil || n != 256 {
+		t.Errorf("pack header: got %d, %v", n, err)
+	}
+	if _, err := parsePackHeader([]byte("PACK\x00\x00\x00\x09\x00\x00\x00\x01")); err == nil {
+		t.Errorf("exp pack version 9 refused")
+	}
+}
+
+func TestReadNameStatusZBounded(t *testing.T) {
+	t.Parallel()
+	out := "M\x00a\x00A\x00b\x00R100\x00c\x00d\x00D\x00e\x00"
+	files, more, err := readNameStatusZ(strings.NewReader(out), 2)
+	if err != nil || !more || len(files) != 2 || files[1].Path != "b" {
+		t.Fatalf("exp the first 2 and more, got %+v, %v, %v", files, more, err)
+	}
+	files, more, err = readNameStatusZ(strings.NewReader(out), 4)
+	if err != nil || more || len(files) != 4 || files[2].OldPath != "c" {
+		t.Fatalf("exp all 4, got %+v, %v, %v", files, more, err)
+	}
+	long := "A\x00" + strings.Repeat("p", maxZField+1) + "\x00"
+	if _, _, err := readNameStatusZ(strings.NewReader(long), 10); err == nil {
+		t.Fatalf("exp a path over the field limit refused")
+	}
+}
+
 func FuzzParsers(f *testing.F) {
 	for _, s := range []string{
-		"worktree /r\x00HEAD 1\x00branch refs/heads/main\x00\x00",
 		"M\x00a\x00R100\x00b\x00c\x00",
 		"1\t2\ta\x00-\t-\t\x00b\x00c\x00",
 		"abcd\x00x\x00\x00msg",
 		"aaaa blob 3\nabc\n",
 		" M a\x00?? b\x00",
+		"pack\t" + strings.Repeat("a", 40) + "\n",
+		"ref: refs/heads/main\n",
+		"gitdir: /r/.git/worktrees/x\n",
+		"/a/objects\n\"/b\\n\"\n",
+		"PACK\x00\x00\x00\x02\x00\x00\x00\x01",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		parseWorktreeList(s)
 		parseNotesList(s)
 		parseStatusZ(s, false)
 		parseMergeTreeZ(s)
 		parseNameStatusZ(s)
+		readNameStatusZ(strings.NewReader(s), 3)
 		parseNumstatZ(s)
+		readNumstatZ(strings.NewReader(s), 3)
 		parseCatFileBatch([]byte(s))
+		parseBatchCheck(s)
+		parseIndexPackOutput(s)
 		parseLog(s)
+		parseAlternates(s)
+		parsePackHeader([]byte(s))
+		if dir, err := parseGitdirFile([]byte(s)); err == nil && (!filepath.IsAbs(dir) || strings.ContainsAny(dir, "\x00\n")) {
+			t.Fatalf("gitdir %q accepted as %q", s, dir)
+		}
+		if ref, err := parseHEADFile([]byte(s)); err == nil && ref != "" && !strings.HasPrefix(ref, "refs/") {
+			t.Fatalf("HEAD %q accepted as %q", s, ref)
+		}
+		parseDotGitFile([]byte(s))
+	})
+}
+
+// State notes are outside input: whatever parses is safe to use as a name,
+// id, base commit and ref.
+func FuzzParseState(f *testing.F) {
+	f.Add([]byte(`{"version":2,"id":"7d444840-9dc0-11d1-b245-5ffdce74fad2","name":"ok","base_ref":"refs/heads/main","base_commit":"` + strings.Repeat("a", 40) + `"}`))
+	f.Add([]byte(`{"version":1,"id":"x","name":"../x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := parseState(b)
+		if err != nil {
+			return
+		}
+		if ValidateName(st.Name) != nil || !isUUID(st.ID) || !isHex(st.BaseCommit) || st.Branch != BranchPrefix+st.Name {
+			t.Fatalf("accepted %+v", st)
+		}
+		if st.BaseRef != "" {
+			if _, err := validateRef(st.BaseRef); err != nil {
+				t.Fatalf("accepted base ref %q", st.BaseRef)
+			}
+		}
 	})
 }

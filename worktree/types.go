@@ -1,27 +1,36 @@
 package worktree
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"time"
 )
 
 // Config configures Open. Zero fields get the defaults described on each.
 type Config struct {
-	// StateDir is patina's state directory; worktrees live under
-	// <StateDir>/worktrees/<repo-key>/<name>. It must not lie inside the
-	// user's working tree. Default: $XDG_STATE_HOME/patina, else
-	// ~/.local/state/patina.
+	// StateDir is patina's state directory. This package creates nothing
+	// there any more; it is where legacy (format 1) workspaces had their
+	// worktrees, <StateDir>/worktrees/<repo-key>/<name> (Workspace.LegacyPath),
+	// and Open still refuses one inside the user's working tree. Default:
+	// $XDG_STATE_HOME/patina, else ~/.local/state/patina.
 	StateDir string
-	// Author signs patina's own commits (initial commits, notes, merge
-	// commits) as author and committer, and Commit's commits unless the
-	// request names another author. Default: patina <patina@localhost>.
+	// Author signs patina's own commits (merge commits) and notes as author
+	// and committer. Default: patina <patina@localhost>.
 	Author Signature
 	// Logger receives debug lines for every git call and info lines for
 	// every change. Default: discard.
 	Logger *slog.Logger
 	// GitPath is the git binary (≥ 2.38). Default: "git" from $PATH.
 	GitPath string
+	// MaxPackBytes bounds the pack a Source sends for one Record, Diff or
+	// Apply (git index-pack --max-input-size). Default: 2 GiB.
+	MaxPackBytes int64
+	// MaxObjectBytes bounds the total inflated size of the objects one pack
+	// brings (a small pack can inflate to a huge blob, which Apply and Merge
+	// would write into the user's working tree). Default: 4 × MaxPackBytes.
+	MaxObjectBytes int64
 }
 
 // Signature is a git identity.
@@ -30,27 +39,55 @@ type Signature struct {
 	Email string `json:"email"`
 }
 
-// DefaultAuthor is the identity used when Config.Author is empty.
+// DefaultAuthor is the identity used when Config.Author (or Inside.Author)
+// is empty.
 var DefaultAuthor = Signature{Name: "patina", Email: "patina@localhost"}
 
+// Workspace formats.
+const (
+	// FormatLegacy: a git worktree of the user's repository with its notes on
+	// an empty "patina: start workspace" commit (patina before issue 10).
+	// Such a workspace lists, and Migrate converts it.
+	FormatLegacy = 1
+	// FormatCurrent: a repository of its own inside the container; notes on
+	// an anchor blob; branch created at the base commit.
+	FormatCurrent = 2
+)
+
 // Workspace is one workspace as recorded in the repository's notes, joined
-// with what git knows now about its branch and worktree.
+// with what git knows now about its branch. Everything but ID, Name (both
+// validated), Branch (derived from Name) and the paths derived from the
+// Repo is what a note says: outside input for the caller to check against
+// its own records, never a path or mount.
 type Workspace struct {
-	ID           string          `json:"id"`             // uuid, fixed at creation
-	Name         string          `json:"name"`           // validated by ValidateName
-	Branch       string          `json:"branch"`         // "patina/<name>" (short branch name)
-	Path         string          `json:"path"`           // the worktree directory
-	Repo         string          `json:"repo"`           // top level of the user's main working tree
-	GitCommonDir string          `json:"git_common_dir"` // absolute path of the repository's common git dir
-	GitDir       string          `json:"git_dir"`        // the worktree's own git dir (<common>/worktrees/...); "" while Missing
-	BaseRef      string          `json:"base_ref"`       // full ref the workspace started from ("refs/heads/main"); "" for a detached HEAD or a bare commit
-	BaseCommit   string          `json:"base_commit"`    // commit the workspace started from
-	Commit       string          `json:"commit"`         // the workspace's initial empty commit; its notes hold the state
-	Head         string          `json:"head"`           // current tip of Branch; "" if the branch was deleted behind patina's back
-	CreatedAt    time.Time       `json:"created_at"`
-	Image        string          `json:"image,omitempty"`
-	Meta         json.RawMessage `json:"meta,omitempty"` // opaque JSON owned by the sidecar
-	Missing      bool            `json:"missing"`        // the worktree directory has vanished; see Repo.Repair
+	ID           string `json:"id"`             // uuid, fixed at creation
+	Name         string `json:"name"`           // validated by ValidateName
+	Branch       string `json:"branch"`         // "patina/<name>" (short branch name)
+	Repo         string `json:"repo"`           // top level of the user's main working tree
+	GitCommonDir string `json:"git_common_dir"` // absolute path of the repository's common git dir
+	// ObjectDirs are the object directories a workspace borrows objects
+	// from, to be mounted read-only in its container: <common>/objects
+	// first, then the repository's own alternates (recursively) that
+	// exist. Absolute, symlinks resolved. Derived from the repository, not
+	// from a note.
+	ObjectDirs []string `json:"object_dirs"`
+	BaseRef    string   `json:"base_ref"`    // full ref the workspace started from ("refs/heads/main"); "" for a detached HEAD or a bare commit
+	BaseCommit string   `json:"base_commit"` // commit the workspace started from; its branch started there
+	// Anchor is the object the workspace's notes annotate: a blob
+	// "patina workspace <id>\n" of its own (format 2), or the empty start
+	// commit of a legacy workspace.
+	Anchor    string          `json:"anchor"`
+	Head      string          `json:"head"` // current tip of Branch, as last recorded; "" if the branch was deleted behind patina's back
+	CreatedAt time.Time       `json:"created_at"`
+	Image     string          `json:"image,omitempty"`
+	Meta      json.RawMessage `json:"meta,omitempty"` // opaque JSON owned by the sidecar
+	Format    int             `json:"format"`         // FormatCurrent or FormatLegacy
+	Legacy    bool            `json:"legacy"`         // Format == FormatLegacy: Migrate it
+	// LegacyPath is, for a legacy workspace only, where its worktree lives
+	// if it was made with this Config.StateDir:
+	// <StateDir>/worktrees/<repo-key>/<name>. Derived from the Config and
+	// the validated name, never from a note or from git's worktree files.
+	LegacyPath string `json:"legacy_path,omitempty"`
 }
 
 // CreateRequest describes a new workspace.
@@ -71,10 +108,11 @@ type CreateRequest struct {
 const (
 	EventCreated   = "created"
 	EventCommand   = "command"
-	EventCommitted = "committed"
+	EventCommitted = "committed" // logged by the sidecar after Inside.Commit
+	EventRecorded  = "recorded"
 	EventMerged    = "merged"
 	EventApplied   = "applied"
-	EventRepaired  = "repaired"
+	EventMigrated  = "migrated"
 	EventDeleted   = "deleted"
 )
 
@@ -84,6 +122,35 @@ type Event struct {
 	Kind     string    `json:"kind"`                // EventCommand, ...
 	ExitCode *int      `json:"exit_code,omitempty"` // for commands
 	Message  string    `json:"message,omitempty"`   // one line; newlines and control characters become spaces
+}
+
+// Source is where a workspace's objects come from: the sidecar implements
+// it over the workspace's agent, which runs Inside.Pack in the container.
+// Everything it returns is untrusted.
+type Source interface {
+	// Pack returns a pack stream (git pack-objects --stdout --revs --thin)
+	// of the objects reachable from want and not from have. The caller
+	// closes the reader; closing it must unblock a pending Read. Pack and
+	// reads from the stream should honour ctx; Record, Diff and Apply stop
+	// waiting when ctx is done either way.
+	Pack(ctx context.Context, want, have []string) (io.ReadCloser, error)
+}
+
+// RecordRequest describes Repo.Record.
+type RecordRequest struct {
+	// Head is the commit the workspace's branch moves to: the workspace's
+	// HEAD (Inside.State). A full hex object id.
+	Head string
+	// Source provides Head's objects the repository does not have yet; it
+	// may be nil when it has them all.
+	Source Source
+}
+
+// RecordResult is what Repo.Record did.
+type RecordResult struct {
+	Previous string `json:"previous"` // the branch tip before ("" if the branch had been deleted)
+	Head     string `json:"head"`     // the branch tip now
+	Moved    bool   `json:"moved"`
 }
 
 // FileStatus says how a file changed.
@@ -109,27 +176,42 @@ type FileStat struct {
 	Binary  bool       `json:"binary"`
 }
 
-// Diff is a workspace's change against its base commit.
+// Diff limits used when DiffRequest leaves them zero.
+const (
+	DefaultMaxDiffText  = 4 << 20
+	DefaultMaxDiffFiles = 10000
+)
+
+// DiffRequest describes Repo.Diff.
+type DiffRequest struct {
+	// Head is the workspace's HEAD commit; empty means the branch tip as
+	// last recorded.
+	Head string
+	// Snapshot is a commit of everything in the workspace (Inside.State:
+	// HEAD plus uncommitted and untracked work; its parent is Head); empty
+	// means Head (committed work only).
+	Snapshot string
+	// Source provides the objects of Head and Snapshot the repository does
+	// not have; nil when it has them.
+	Source Source
+	// MaxText bounds Diff.Text in bytes (DefaultMaxDiffText if 0); git is
+	// stopped there and Diff.Truncated set.
+	MaxText int
+	// MaxFiles bounds Diff.Files (DefaultMaxDiffFiles if 0); beyond it
+	// Diff.FilesTruncated is set.
+	MaxFiles int
+}
+
+// Diff is a workspace's change against its base.
 type Diff struct {
-	Base  string     `json:"base"`  // the commit diffed against: the base commit, or the merge base with the base ref once they share later history
-	Tree  string     `json:"tree"`  // tree of the workspace as diffed (committed + uncommitted + untracked)
-	Text  string     `json:"text"`  // unified diff, "a/" and "b/" prefixes, renames detected; binary files as "Binary files ... differ"
-	Files []FileStat `json:"files"` // sorted by path
-}
-
-// CommitRequest describes Repo.Commit.
-type CommitRequest struct {
-	// Message of the commit; empty means "patina: changes in workspace <name>".
-	Message string
-	// Author overrides Config.Author as the commit's author (the committer
-	// stays Config.Author).
-	Author *Signature
-}
-
-// CommitResult is what Repo.Commit did.
-type CommitResult struct {
-	Commit    string `json:"commit"`    // the branch tip afterwards
-	Committed bool   `json:"committed"` // false: nothing to commit, Commit is the unchanged tip
+	Base           string     `json:"base"`            // the commit diffed against: the base commit, or the merge base with the base ref once they share later history
+	Commit         string     `json:"commit"`          // the Head the diff is of: what Merge merges once recorded (pin it in MergeRequest.Commit)
+	Tree           string     `json:"tree"`            // tree of the Snapshot diffed
+	Text           string     `json:"text"`            // unified diff, "a/" and "b/" prefixes, renames detected; binary files as "Binary files ... differ"
+	Truncated      bool       `json:"truncated"`       // Text stopped at MaxText
+	Files          []FileStat `json:"files"`           // sorted by path
+	FilesTruncated bool       `json:"files_truncated"` // more than MaxFiles files changed; Files holds the first MaxFiles
+	Uncommitted    bool       `json:"uncommitted"`     // the Snapshot's tree differs from Head's: work not committed yet, which Merge does not take
 }
 
 // MergeRequest describes Repo.Merge.
@@ -137,6 +219,9 @@ type MergeRequest struct {
 	// Into is the local branch to merge into ("main" or "refs/heads/main");
 	// empty means the branch the workspace was created from.
 	Into string
+	// Commit, if set, is the branch tip the caller reviewed (Diff.Commit):
+	// if the recorded tip is another commit, Merge fails with ErrConflict.
+	Commit string
 	// Message of the merge commit, if one is made; empty means
 	// "Merge patina workspace '<name>' into <branch>".
 	Message string
@@ -150,14 +235,19 @@ type MergeResult struct {
 	Previous    string `json:"previous"` // its tip before
 	Commit      string `json:"commit"`   // its tip after (== Previous when UpToDate)
 	FastForward bool   `json:"fast_forward"`
-	UpToDate    bool   `json:"up_to_date"`  // nothing to merge: no commits beyond the initial one, or all already in Into
-	Uncommitted bool   `json:"uncommitted"` // the workspace has uncommitted changes, which a merge never includes
+	UpToDate    bool   `json:"up_to_date"` // nothing to merge: no commits beyond the base, or all already in Into
 }
 
 // ApplyRequest describes Repo.Apply.
 type ApplyRequest struct {
-	// CommittedOnly applies only the branch's commits; by default Apply
-	// applies what Diff shows (committed, uncommitted and untracked work).
+	// Snapshot is the commit whose change is applied (Inside.State's
+	// Snapshot, as for Diff). Empty, or CommittedOnly, applies the branch
+	// tip as last recorded.
+	Snapshot string
+	// Source provides the Snapshot's objects; nil when the repository has
+	// them.
+	Source Source
+	// CommittedOnly applies only the recorded branch's commits.
 	CommittedOnly bool
 }
 
@@ -171,7 +261,54 @@ type ApplyResult struct {
 // DeleteRequest describes Repo.Delete.
 type DeleteRequest struct {
 	// KeepBranch keeps the branch (with its commits) and the log note; the
-	// worktree and the state note are removed either way, so the workspace no
-	// longer lists.
+	// state note is removed either way, so the workspace no longer lists.
 	KeepBranch bool
+}
+
+// CommitRequest describes Inside.Commit.
+type CommitRequest struct {
+	// Message of the commit; empty means "patina: changes in the workspace".
+	Message string
+	// Author overrides Inside.Author as the commit's author (the committer
+	// stays Inside.Author).
+	Author *Signature
+}
+
+// CommitResult is what Inside.Commit did.
+type CommitResult struct {
+	Commit    string `json:"commit"`    // HEAD afterwards
+	Committed bool   `json:"committed"` // false: nothing to commit, Commit is the unchanged HEAD
+}
+
+// InitRequest describes Inside.Init.
+type InitRequest struct {
+	// Branch is the short name of the workspace's branch ("patina/<name>").
+	Branch string
+	// Base is the commit the branch starts at: Workspace.BaseCommit for a
+	// new workspace, Workspace.Head for a migrated one. Full hex object id.
+	Base string
+	// Alternates are the object directories, as seen where Init runs, that
+	// the repository borrows objects from (the user's, mounted read-only).
+	Alternates []string
+	// KeepFiles keeps the files already in the directory (a legacy worktree
+	// being migrated; its .git file is replaced): the index is set to Base
+	// (reset --mixed), so the work shows as uncommitted changes.
+	KeepFiles bool
+	// Identity, if set, is written to the repository's config as user.name
+	// and user.email, so `git commit` works for the agent.
+	Identity *Signature
+}
+
+// InitResult is what Inside.Init did.
+type InitResult struct {
+	Created bool   `json:"created"` // false: the repository was already there and was left as it was (alternates rewritten)
+	Head    string `json:"head"`
+}
+
+// State is a workspace's git state as seen inside (Inside.State).
+type State struct {
+	Head     string `json:"head"`     // HEAD commit
+	Branch   string `json:"branch"`   // short branch name HEAD is on; "" when detached
+	Snapshot string `json:"snapshot"` // commit of HEAD plus uncommitted and untracked work (parent HEAD); == Head when clean
+	Dirty    bool   `json:"dirty"`    // Snapshot != Head
 }

@@ -1,9 +1,7 @@
 package worktree
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -20,18 +18,18 @@ func TestUserTreeUntouched(t *testing.T) {
 	before := snapshotUser(t, repo)
 
 	r := openRepo(t, repo)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ws := mustCreate(t, r, CreateRequest{Name: "quiet", Meta: json.RawMessage(`{}`)})
-	writeFile(t, filepath.Join(ws.Path, "src", "a.txt"), "agent's edit\n")
+	in := newInside(t, ws)
+	writeFile(t, filepath.Join(in.Dir, "src", "a.txt"), "agent's edit\n")
 	steps := []func() error{
 		func() error { _, err := r.List(ctx); return err },
-		func() error { _, err := r.Diff(ctx, "quiet"); return err },
+		func() error { diffOf(t, r, ws, in); return nil },
 		func() error { _, err := r.SetMeta(ctx, "quiet", json.RawMessage(`{"a":1}`)); return err },
 		func() error { return r.AppendLog(ctx, "quiet", Event{Kind: EventCommand, Message: "ls"}) },
-		func() error { _, err := r.Commit(ctx, "quiet", CommitRequest{}); return err },
+		func() error { _, err := in.Commit(ctx, CommitRequest{}); return err },
+		func() error { mustRecord(t, r, ws, in); return nil },
 		func() error { _, err := r.Log(ctx, "quiet"); return err },
-		func() error { return os.RemoveAll(ws.Path) },
-		func() error { _, err := r.Repair(ctx, "quiet"); return err },
 		func() error { return r.Delete(ctx, "quiet", DeleteRequest{KeepBranch: true}) },
 	}
 	for i, step := range steps {

@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/distribution/reference"
 )
 
 // Images are pinned by tag and digest. The digest is what is pulled (the tag
@@ -12,7 +15,9 @@ import (
 // was taken from several independent public repositories pinning the same
 // tag (golang:1.26.8-bookworm has been re-pushed, so two digests circulate for
 // it; this is the one most of them pin). Confirm with
-// `docker buildx imagetools inspect <image>` when bumping.
+// `docker buildx imagetools inspect <image>` when bumping. They are the
+// defaults of the module's image arguments (see Images): an engine that
+// cannot resolve these digests is given other references at call time.
 const (
 	// GoImage builds and tests patina. Its Go (1.26.8) is the toolchain the
 	// repository is developed with; go.mod's `go 1.26.0` line allows it.
@@ -28,6 +33,62 @@ const (
 	// image with debootstrap.
 	RuntimeImage = "debian:bookworm-20260824-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171"
 )
+
+// Images are the three images a call of the module uses. The module's
+// constructor takes each as an argument (--go-image, --runtime-image,
+// --docker-image) whose default is the pinned constant above, so that an
+// engine behind a registry mirror, or one with no registry at all, can be
+// given images it can resolve (a mirror's name, or a local digest) without
+// editing the module.
+type Images struct {
+	// Go builds, vets, lints and tests patina (GoImage by default). It
+	// must have Go, git and bash, and be Debian-based (the integration
+	// setup runs apt-get).
+	Go string
+	// Runtime is the base of the sidecar image (RuntimeImage by default);
+	// Debian-based, as BuildImage installs packages with apt-get.
+	Runtime string
+	// Docker is the Docker engine the integration tests talk to, run as a
+	// service with dockerd (DindImage by default).
+	Docker string
+}
+
+// DefaultImages returns the pinned images.
+func DefaultImages() Images {
+	return Images{Go: GoImage, Runtime: RuntimeImage, Docker: DindImage}
+}
+
+// WithDefaults returns i with every empty reference replaced by its pinned
+// default.
+func (i Images) WithDefaults() Images {
+	d := DefaultImages()
+	if i.Go == "" {
+		i.Go = d.Go
+	}
+	if i.Runtime == "" {
+		i.Runtime = d.Runtime
+	}
+	if i.Docker == "" {
+		i.Docker = d.Docker
+	}
+	return i
+}
+
+// Validate checks that each reference is one a registry could resolve
+// ("name[:tag][@digest]", as `docker pull` takes it), naming the argument
+// of the one that is not.
+func (i Images) Validate() error {
+	for _, img := range []struct{ flag, ref string }{
+		{"--go-image", i.Go},
+		{"--runtime-image", i.Runtime},
+		{"--docker-image", i.Docker},
+	} {
+		if _, err := reference.ParseNormalizedNamed(img.ref); err != nil {
+			return fmt.Errorf("%s %q: not an image reference (want name[:tag][@sha256:digest]): %w", img.flag, img.ref, err)
+		}
+	}
+	return nil
+}
 
 // Cache volumes shared by every call, and where they are mounted. They hold
 // only content-addressed data (module zips, compiled packages), so sharing

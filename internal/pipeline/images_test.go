@@ -54,3 +54,59 @@ func TestSourceIgnoreKeepsSources(t *testing.T) {
 		t.Error(".git must be ignored: it is large and changes with every commit")
 	}
 }
+
+func TestDefaultImages(t *testing.T) {
+	exp := Images{Go: GoImage, Runtime: RuntimeImage, Docker: DindImage}
+	if got := DefaultImages(); got != exp {
+		t.Errorf("exp %+v, got %+v", exp, got)
+	}
+	if err := DefaultImages().Validate(); err != nil {
+		t.Errorf("the pinned images: exp valid, got %v", err)
+	}
+}
+
+func TestImagesWithDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Images
+		exp  Images
+	}{
+		{"none given", Images{}, DefaultImages()},
+		{"go only", Images{Go: "mirror.example/golang:1.26"},
+			Images{Go: "mirror.example/golang:1.26", Runtime: RuntimeImage, Docker: DindImage}},
+		{"all given", Images{Go: "a", Runtime: "b", Docker: "c"}, Images{Go: "a", Runtime: "b", Docker: "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.in.WithDefaults(); got != tc.exp {
+				t.Errorf("exp %+v, got %+v", tc.exp, got)
+			}
+		})
+	}
+}
+
+func TestImagesValidate(t *testing.T) {
+	ok := DefaultImages()
+	for _, tc := range []struct {
+		name string
+		in   Images
+		flag string // "" when valid
+	}{
+		{"pinned", ok, ""},
+		{"a local registry's digest", Images{Go: "172.17.0.1:5000/library/golang:1.26.8-bookworm@sha256:" + strings.Repeat("a", 64), Runtime: ok.Runtime, Docker: ok.Docker}, ""},
+		{"tag only", Images{Go: "golang:1.26.8-bookworm", Runtime: "debian:bookworm-slim", Docker: "docker:dind"}, ""},
+		{"empty go image", Images{Runtime: ok.Runtime, Docker: ok.Docker}, "--go-image"},
+		{"upper case", Images{Go: ok.Go, Runtime: "Debian:12", Docker: ok.Docker}, "--runtime-image"},
+		{"space", Images{Go: ok.Go, Runtime: ok.Runtime, Docker: "docker:28 dind"}, "--docker-image"},
+		{"short digest", Images{Go: ok.Go, Runtime: ok.Runtime, Docker: "docker@sha256:abc"}, "--docker-image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.in.Validate()
+			switch {
+			case tc.flag == "" && err != nil:
+				t.Errorf("exp valid, got %v", err)
+			case tc.flag != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.flag+" ")):
+				t.Errorf("exp an error naming %s, got %v", tc.flag, err)
+			}
+		})
+	}
+}

@@ -18,4 +18,9 @@
 //     stderr and stdout, unless the caller allows failure.
 //   - Diff: the unified diff text, as `git apply` takes it.
 //   - Commit, Merge, Delete: one line saying what happened.
+//
+// Fetch is the one that prints nothing: it writes a workspace's files into
+// a local directory, which the module returns as a Directory. How it gets
+// them (today the files API, file by file) is its own business; the module
+// only hands it a directory and the limits.
 package wsglue

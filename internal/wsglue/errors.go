@@ -98,15 +98,18 @@ type hintError struct {
 func (e *hintError) Error() string { return e.err.Error() + "\n" + e.hint }
 func (e *hintError) Unwrap() error { return e.err }
 
+// addresser is what explain needs of a client: where it sends requests.
+type addresser interface{ Addr() string }
+
 // explain names the operation and adds a hint when the cure is known.
-func explain(c API, op string, ws string, err error) error {
+func explain(c addresser, op string, ws string, err error) error {
 	if hint := hintFor(c, ws, err); hint != "" {
 		err = &hintError{err: err, hint: hint}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func hintFor(c API, ws string, err error) string {
+func hintFor(c addresser, ws string, err error) string {
 	var apiErr *client.APIError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

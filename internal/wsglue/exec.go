@@ -67,15 +67,14 @@ func Exec(ctx context.Context, c API, req ExecRequest) (string, error) {
 			return "", explain(c, op, req.Workspace, err)
 		}
 	}
+	// A named session is created on first use; one whose shell has ended
+	// fails (the error says so, and --fresh starts it again).
 	creq := client.ExecRequest{Command: req.Command, TimeoutMS: req.TimeoutMS}
-	res, err := c.Exec(ctx, req.Workspace, req.Session, creq)
-	if errors.Is(err, client.ErrNotFound) && req.Session != DefaultSession {
-		// The sidecar creates only "default" on first use. If the
-		// workspace is what is missing, creating the session says so.
-		if err = client.EnsureSession(ctx, c, req.Workspace, req.Session); err == nil {
-			res, err = c.Exec(ctx, req.Workspace, req.Session, creq)
-		}
-	}
+	var res client.ExecResult
+	err := client.InSession(ctx, c, client.SessionCall{Workspace: req.Workspace, Session: req.Session}, func() (err error) {
+		res, err = c.Exec(ctx, req.Workspace, req.Session, creq)
+		return err
+	})
 	if err != nil {
 		return "", explain(c, op, req.Workspace, err)
 	}

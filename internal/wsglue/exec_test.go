@@ -13,7 +13,7 @@ import (
 func TestExec(t *testing.T) {
 	_, c := startSidecar(t)
 	out := must(t, "Create")(Create(testContext(t), c, CreateRequest{Name: "runs"}))
-	if !strings.HasPrefix(out, "name:     runs\n") || strings.Contains(out, "branch:") {
+	if !strings.HasPrefix(out, "name:") || !strings.Contains(strings.SplitN(out, "\n", 2)[0], " runs") || strings.Contains(out, "branch:") {
 		t.Errorf("Create (scratch): exp the name and no branch, got:\n%s", out)
 	}
 	exec := func(req ExecRequest) (string, error) {

@@ -26,6 +26,7 @@ type DockerAPI interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
 	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ContainerTop(ctx context.Context, containerID string, arguments []string) (container.TopResponse, error)
 }
 
 var _ DockerAPI = (*client.Client)(nil)
@@ -73,6 +74,9 @@ func dockerExec(ctx context.Context, api DockerAPI, containerID string) error {
 // removeContainers force-removes the containers a sidecar with stateDir
 // left behind (the safety net when deleting its workspaces failed).
 func removeContainers(ctx context.Context, api DockerAPI, stateDir string) error {
+	if full, ok := api.(pcontainer.API); ok {
+		return pcontainer.Cleanup(ctx, full, stateDir) // containers and volumes
+	}
 	cs, err := api.ContainerList(ctx, container.ListOptions{
 		All:     true,
 		Filters: filters.NewArgs(filters.Arg("label", pcontainer.LabelStateDir+"="+stateDir)),

@@ -28,6 +28,19 @@ type Options struct {
 	// driven by its own goroutine running Execs execs (defaults 100 and 100).
 	Sessions int
 	Execs    int
+	// StreamBytes is the output a command writes and the client streams
+	// (default 1 GB); DiffBytes the size of the file in the workspace whose
+	// diff is taken (default 300 MB). The sidecar's RSS is read after both.
+	StreamBytes int64
+	DiffBytes   int64
+	// GitFiles is the size, in files, of the repository whose `git status`
+	// is timed inside a workspace and in the repository itself (default
+	// 10,000).
+	GitFiles int
+	// RelaySamples is the number of execs timed through the exec relay (the
+	// path of a remote engine or a sidecar in a container), on a second
+	// sidecar started with --agent-transport exec (default 200).
+	RelaySamples int
 	// Progress receives a line per step (default: discarded).
 	Progress io.Writer
 	// StartTimeout bounds the sidecar's start (default 30 s).
@@ -56,6 +69,14 @@ func (o Options) withDefaults() Options {
 	def(&o.CreateSamples, 5)
 	def(&o.Sessions, 100)
 	def(&o.Execs, 100)
+	if o.StreamBytes <= 0 {
+		o.StreamBytes = 1_000_000_000
+	}
+	if o.DiffBytes <= 0 {
+		o.DiffBytes = 300_000_000
+	}
+	def(&o.GitFiles, 10_000)
+	def(&o.RelaySamples, 200)
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

@@ -16,6 +16,9 @@ const (
 	TargetCreateFirstExecMS = 1000 // workspace create → first exec, p50
 	TargetExecsPerSecond    = 2000 // concurrent run, with 0 errors
 	TargetRSSBytes          = 50_000_000
+	TargetRSSAfterLoadBytes = 100_000_000 // after streaming 1 GB and a 300 MB diff
+	TargetAgentRSSBytes     = 15_000_000
+	TargetGitStatusRatio    = 1.5 // git status in a workspace ÷ in the repository
 )
 
 // Report is the outcome of a Run. It marshals to JSON.
@@ -43,6 +46,20 @@ type Report struct {
 
 	Concurrent Concurrent `json:"concurrent"`
 	RSS        RSS        `json:"rss"`
+	// AgentRSSBytes is the workspace's agent's resident memory with the
+	// concurrent run's sessions idle (from the engine's process list).
+	AgentRSSBytes int64 `json:"agent_rss_bytes"`
+	// Stream: a command's output streamed to the client; Diff: the diff of
+	// a workspace holding a large file. RSS.AfterLoadBytes follows both.
+	Stream Transfer `json:"stream"`
+	Diff   Transfer `json:"diff"`
+	// RelayExec: sequential execs of `true` through the exec relay (a
+	// second sidecar with --agent-transport exec), the path of a remote
+	// engine or a sidecar in a container.
+	RelayExec Latency `json:"relay_exec"`
+	// GitStatus: `git status` in a workspace against the same in the
+	// user's repository, same run.
+	GitStatus GitStatus `json:"git_status"`
 
 	// Checks are the figures judged against the targets.
 	Checks []Check `json:"checks"`
@@ -72,6 +89,26 @@ type RSS struct {
 	// IdleBytes: with the same sessions idle again after it.
 	IdleBytes int64 `json:"idle_bytes"`
 	Sessions  int   `json:"sessions"`
+	// AfterLoadBytes: after streaming Stream.Bytes of output and taking a
+	// diff of Diff.Bytes.
+	AfterLoadBytes int64 `json:"after_load_bytes"`
+}
+
+// Transfer is bytes moved in a time.
+type Transfer struct {
+	Bytes int64   `json:"bytes"`
+	MS    float64 `json:"ms"`
+	// MBPerSecond is Bytes/1e6 per second.
+	MBPerSecond float64 `json:"mb_per_second"`
+}
+
+// GitStatus compares `git status` inside a workspace with the user's
+// repository.
+type GitStatus struct {
+	Files       int     `json:"files"`
+	WorkspaceMS float64 `json:"workspace_ms"` // median, inside the container
+	RepoMS      float64 `json:"repo_ms"`      // median, in the repository
+	Ratio       float64 `json:"ratio"`
 }
 
 // Check is one figure judged against its target.
@@ -110,6 +147,12 @@ func (r *Report) judge() {
 		{"concurrent errors", fmt.Sprint(c.Errors), "0", c.Errors == 0 && c.Execs > 0},
 		{fmt.Sprintf("sidecar RSS, %d idle sessions", r.RSS.Sessions), fmtBytes(r.RSS.IdleBytes),
 			"≤ " + fmtBytes(TargetRSSBytes), r.RSS.IdleBytes > 0 && r.RSS.IdleBytes <= TargetRSSBytes},
+		{fmt.Sprintf("agent RSS, %d idle sessions", r.RSS.Sessions), fmtBytes(r.AgentRSSBytes),
+			"≤ " + fmtBytes(TargetAgentRSSBytes), r.AgentRSSBytes > 0 && r.AgentRSSBytes <= TargetAgentRSSBytes},
+		{fmt.Sprintf("sidecar RSS after %s of output and a %s diff", fmtBytes(r.Stream.Bytes), fmtBytes(r.Diff.Bytes)), fmtBytes(r.RSS.AfterLoadBytes),
+			"≤ " + fmtBytes(TargetRSSAfterLoadBytes), r.RSS.AfterLoadBytes > 0 && r.RSS.AfterLoadBytes <= TargetRSSAfterLoadBytes},
+		{fmt.Sprintf("git status, workspace ÷ repository (%d files)", r.GitStatus.Files), fmt.Sprintf("%.2f×", r.GitStatus.Ratio),
+			fmt.Sprintf("≤ %g×", TargetGitStatusRatio), r.GitStatus.Ratio > 0 && r.GitStatus.Ratio <= TargetGitStatusRatio},
 	}
 }
 
@@ -158,6 +201,13 @@ func (r Report) WriteText(w io.Writer) error {
 	judged(5)
 	row("sidecar RSS at start / sessions before load",
 		fmtBytes(r.RSS.StartBytes)+" / "+fmtBytes(r.RSS.SessionsBytes), "", "")
+	judged(6)
+	row("output streamed / diff taken", fmt.Sprintf("%.0f MB/s / %s", r.Stream.MBPerSecond, fmtMS(r.Diff.MS)), "", "")
+	judged(7)
+	row(fmt.Sprintf("exec p50 / p90 via the exec relay (%d samples)", r.RelayExec.Samples),
+		fmtMS(r.RelayExec.P50MS)+" / "+fmtMS(r.RelayExec.P90MS), "", "")
+	judged(8)
+	row("git status in the workspace / the repository", fmtMS(r.GitStatus.WorkspaceMS)+" / "+fmtMS(r.GitStatus.RepoMS), "", "")
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -18,7 +18,12 @@ func sampleReport() Report {
 		DockerExec:        Latency{Samples: 50, P50MS: 40, P90MS: 50},
 		CreateToFirstExec: Latency{Samples: 5, P50MS: 600, MaxMS: 800},
 		Concurrent:        Concurrent{Sessions: 100, ExecsPerSession: 100, Execs: 10000, ElapsedMS: 4000, ExecsPerSecond: 2500},
-		RSS:               RSS{StartBytes: 12e6, SessionsBytes: 20e6, IdleBytes: 25e6, Sessions: 100},
+		RSS:               RSS{StartBytes: 12e6, SessionsBytes: 20e6, IdleBytes: 25e6, Sessions: 100, AfterLoadBytes: 60e6},
+		AgentRSSBytes:     9e6,
+		Stream:            Transfer{Bytes: 1e9, MS: 2000, MBPerSecond: 500},
+		Diff:              Transfer{Bytes: 300e6, MS: 9000, MBPerSecond: 33},
+		RelayExec:         Latency{Samples: 200, P50MS: 1.2, P90MS: 1.5},
+		GitStatus:         GitStatus{Files: 10000, WorkspaceMS: 60, RepoMS: 58, Ratio: 60.0 / 58},
 	}
 	r.judge()
 	return r
@@ -29,8 +34,8 @@ func TestJudge(t *testing.T) {
 	if r.Speedup != 160 {
 		t.Errorf("exp speed-up 160, got %g", r.Speedup)
 	}
-	if !r.Pass() || len(r.Checks) != 6 {
-		t.Fatalf("exp 6 passing checks, got %+v", r.Checks)
+	if !r.Pass() || len(r.Checks) != 9 {
+		t.Fatalf("exp 9 passing checks, got %+v", r.Checks)
 	}
 	tests := []struct {
 		name  string
@@ -45,6 +50,11 @@ func TestJudge(t *testing.T) {
 		{"errors", func(r *Report) { r.Concurrent.Errors = 1 }, 4},
 		{"fat", func(r *Report) { r.RSS.IdleBytes = 50_000_001 }, 5},
 		{"no RSS", func(r *Report) { r.RSS.IdleBytes = 0 }, 5},
+		{"fat agent", func(r *Report) { r.AgentRSSBytes = 15_000_001 }, 6},
+		{"no agent RSS", func(r *Report) { r.AgentRSSBytes = 0 }, 6},
+		{"fat after load", func(r *Report) { r.RSS.AfterLoadBytes = 100_000_001 }, 7},
+		{"slow git status", func(r *Report) { r.GitStatus.Ratio = 1.51 }, 8},
+		{"no git status", func(r *Report) { r.GitStatus.Ratio = 0 }, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +91,10 @@ func TestWriteText(t *testing.T) {
 		"concurrent exec/s (100 × 100)", "2500/s", "≥ 2000/s",
 		"concurrent errors", "MISS",
 		"sidecar RSS, 100 idle sessions", "25.0 MB", "≤ 50.0 MB",
+		"agent RSS, 100 idle sessions", "9.0 MB", "≤ 15.0 MB",
+		"sidecar RSS after 1000.0 MB of output and a 300.0 MB diff", "60.0 MB", "≤ 100.0 MB",
+		"git status, workspace ÷ repository (10000 files)", "1.03×", "≤ 1.5×",
+		"exec p50 / p90 via the exec relay (200 samples)", "1.200 ms",
 		"first concurrent error: session c007: busy",
 		"some targets missed",
 	} {
@@ -105,13 +119,14 @@ func TestReportJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"http_exec", "docker_exec", "speedup", "create_to_first_exec", "concurrent", "rss", "checks"} {
+	for _, k := range []string{"http_exec", "docker_exec", "speedup", "create_to_first_exec", "concurrent", "rss", "checks",
+		"agent_rss_bytes", "stream", "diff", "relay_exec", "git_status"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("exp key %q in %s", k, b)
 		}
 	}
 	var back Report
-	if err := json.Unmarshal(b, &back); err != nil || back.HTTPExec != r.HTTPExec || len(back.Checks) != 6 {
+	if err := json.Unmarshal(b, &back); err != nil || back.HTTPExec != r.HTTPExec || back.GitStatus != r.GitStatus || len(back.Checks) != 9 {
 		t.Errorf("exp a round trip, got %+v, %v", back, err)
 	}
 }

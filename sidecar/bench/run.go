@@ -48,7 +48,7 @@ func Run(ctx context.Context, opts Options) (rep Report, err error) {
 		return rep, err
 	}
 	stateDir := filepath.Join(root, "state")
-	r := &runner{o: o, api: api, stateDir: stateDir}
+	r := &runner{o: o, api: api, stateDir: stateDir, root: root}
 	defer func() {
 		if cerr := r.cleanup(root); cerr != nil && err == nil {
 			err = cerr
@@ -97,6 +97,9 @@ type runner struct {
 	stateDir string
 	proc     *sidecarProc
 	c        *pclient.Client
+
+	root     string // the run's temporary directory
+	relayDir string // the relay sidecar's state directory
 
 	mu         sync.Mutex
 	workspaces []string // ids created and not yet deleted
@@ -149,6 +152,31 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 	if rep.RSS.IdleBytes, err = r.proc.rss(); err != nil {
+		return err
+	}
+	if rep.AgentRSSBytes, err = r.agentRSS(ctx, ws.ContainerID); err != nil {
+		return err
+	}
+
+	r.progress("streaming %s of output", fmtBytes(o.StreamBytes))
+	if rep.Stream, err = r.stream(ctx, ws.ID); err != nil {
+		return err
+	}
+	r.progress("the diff of a %s file", fmtBytes(o.DiffBytes))
+	if rep.Diff, err = r.bigDiff(ctx); err != nil {
+		return err
+	}
+	if rep.RSS.AfterLoadBytes, err = r.proc.rss(); err != nil {
+		return err
+	}
+
+	r.progress("git status in a workspace of %d files and in its repository", o.GitFiles)
+	if rep.GitStatus, err = r.gitStatus(ctx); err != nil {
+		return err
+	}
+
+	r.progress("%d execs through the exec relay (a second sidecar, --agent-transport exec)", o.RelaySamples)
+	if rep.RelayExec, err = r.relayExecs(ctx); err != nil {
 		return err
 	}
 	return nil
@@ -352,9 +380,14 @@ func (r *runner) cleanup(root string) error {
 		}
 		r.proc.stop()
 	}
-	// Whatever the sidecar could not delete goes now.
-	if err := removeContainers(ctx, r.api, r.stateDir); err != nil {
-		errs = append(errs, err)
+	// Whatever the sidecars could not delete goes now.
+	for _, dir := range []string{r.stateDir, r.relayDir} {
+		if dir == "" {
+			continue
+		}
+		if err := removeContainers(ctx, r.api, dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := os.RemoveAll(root); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", root, err))

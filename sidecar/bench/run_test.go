@@ -33,6 +33,10 @@ func TestRunTiny(t *testing.T) {
 		CreateSamples: 2,
 		Sessions:      3,
 		Execs:         5,
+		StreamBytes:   5 << 20,
+		DiffBytes:     1 << 20,
+		GitFiles:      50,
+		RelaySamples:  5,
 		Progress:      &progress,
 	})
 	if err != nil {
@@ -51,8 +55,13 @@ func TestRunTiny(t *testing.T) {
 	if rep.RSS.StartBytes <= 0 || rep.RSS.IdleBytes <= 0 || rep.RSS.Sessions != 3 {
 		t.Errorf("unexpected RSS: %+v", rep.RSS)
 	}
-	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 6 {
+	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 9 {
 		t.Errorf("unexpected figures: %+v", rep)
+	}
+	if rep.AgentRSSBytes <= 0 || rep.RSS.AfterLoadBytes <= 0 || rep.Stream.Bytes != 5<<20 || rep.Diff.MS <= 0 ||
+		rep.RelayExec.Samples != 5 || rep.GitStatus.Ratio <= 0 {
+		t.Errorf("unexpected new figures: agent %d, after load %d, stream %+v, diff %+v, relay %+v, git %+v",
+			rep.AgentRSSBytes, rep.RSS.AfterLoadBytes, rep.Stream, rep.Diff, rep.RelayExec, rep.GitStatus)
 	}
 	if rep.Version == "" {
 		t.Error("exp the sidecar's version")

@@ -32,7 +32,7 @@ type sidecarProc struct {
 
 // startSidecar runs `bin serve` on a free loopback port with stateDir and a
 // generated token, and waits until it has written its sidecar.json.
-func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeout time.Duration) (*sidecarProc, error) {
+func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeout time.Duration, extra ...string) (*sidecarProc, error) {
 	tok := make([]byte, 24)
 	if _, err := rand.Read(tok); err != nil {
 		return nil, err
@@ -48,8 +48,8 @@ func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeo
 		stateDir: stateDir,
 		Token:    hex.EncodeToString(tok),
 	}
-	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir,
-		"--token", p.Token, "--image", img, "--log-level", "warn")
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir,
+		"--token", p.Token, "--image", img, "--log-level", "warn"}, extra...)...)
 	p.cmd.Env = cleanEnv(os.Environ())
 	p.cmd.Stdout = logf
 	p.cmd.Stderr = logf

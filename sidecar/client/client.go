@@ -82,6 +82,10 @@ var (
 	ErrUnavailable  error = codeError(CodeUnavailable)
 	ErrNotRunning   error = codeError(CodeNotRunning)
 	ErrNoRepository error = codeError(CodeNoRepository)
+	// ErrAgentUnavailable: the workspace's agent cannot be reached.
+	ErrAgentUnavailable error = codeError(CodeAgentUnavailable)
+	// ErrAdopting: the sidecar is still reconnecting to the workspace.
+	ErrAdopting error = codeError(CodeAdopting)
 )
 
 func esc(s string) string { return url.PathEscape(s) }
@@ -375,15 +379,19 @@ func (c *Client) Signal(ctx context.Context, ws, sid, cid, signal string) error 
 // OpenOutput with follow to stream its output meanwhile.)
 func (c *Client) Wait(ctx context.Context, ws, sid, cid string) (Command, error) {
 	for {
-		rc, err := c.OpenOutput(ctx, ws, sid, cid, "stdout", 1<<62, true)
-		if err != nil {
-			return Command{}, err
-		}
-		_, _ = io.Copy(io.Discard, rc) // returns when the command ends
-		rc.Close()
 		cmd, err := c.GetCommand(ctx, ws, sid, cid)
 		if err != nil || cmd.State != "running" {
 			return cmd, err
+		}
+		// Following from far past the end returns when the command ends;
+		// once it has ended, such an offset is refused (400): look again.
+		rc, err := c.OpenOutput(ctx, ws, sid, cid, "stdout", 1<<62, true)
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			return Command{}, err
+		}
+		if err == nil {
+			_, _ = io.Copy(io.Discard, rc)
+			rc.Close()
 		}
 		if err := ctx.Err(); err != nil {
 			return cmd, err

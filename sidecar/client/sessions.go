@@ -40,3 +40,40 @@ func ResetSession(ctx context.Context, c SessionAPI, ws, sid string) error {
 	}
 	return EnsureSession(ctx, c, ws, sid)
 }
+
+// SessionCall is one call in a session, for InSession.
+type SessionCall struct {
+	Workspace, Session string
+	// Restart starts a session whose shell has ended (exit, exec, a fatal
+	// signal) again, calling OnRestart first; the new shell's state is
+	// reset. Without it such a call fails with ErrEnded.
+	Restart   bool
+	OnRestart func()
+}
+
+// InSession runs call (a request in session sc.Session of workspace
+// sc.Workspace) and, when the session is not usable, makes it so and runs
+// call once more: a session that does not exist is created (the sidecar
+// creates only DefaultSession on first use), and, with sc.Restart, one
+// whose shell has ended is started again. Nothing ran the first time in
+// either case: the sidecar refuses before starting a command. If the
+// workspace is what is missing, the error says so (ErrNotFound). This is
+// the one place the CLI, the MCP server and the Dagger glue keep this
+// policy.
+func InSession(ctx context.Context, c SessionAPI, sc SessionCall, call func() error) error {
+	err := call()
+	switch {
+	case errors.Is(err, ErrNotFound) && sc.Session != DefaultSession:
+		err = EnsureSession(ctx, c, sc.Workspace, sc.Session)
+	case sc.Restart && errors.Is(err, ErrEnded):
+		if err = ResetSession(ctx, c, sc.Workspace, sc.Session); err == nil && sc.OnRestart != nil {
+			sc.OnRestart()
+		}
+	default:
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return call()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +51,45 @@ func TestEnsureAndResetSession(t *testing.T) {
 			}
 			if !slices.Equal(f.calls, tc.calls) {
 				t.Fatalf("exp calls %v, got %v", tc.calls, f.calls)
+			}
+		})
+	}
+}
+
+func TestInSession(t *testing.T) {
+	missing := &APIError{Status: 404, Code: CodeNotFound, Message: "no session"}
+	ended := &APIError{Status: 409, Code: CodeEnded, Message: "ended"}
+	cases := []struct {
+		name      string
+		sid       string
+		restart   bool
+		first     error
+		exp       []string
+		calls     int
+		restarted bool
+		err       error
+	}{
+		{"works", "s", true, nil, nil, 1, false, nil},
+		{"missing is created", "s", true, missing, []string{"create w/s"}, 2, false, nil},
+		{"missing default is the sidecar's to create", DefaultSession, true, missing, nil, 1, false, ErrNotFound},
+		{"ended is restarted", "s", true, ended, []string{"delete w/s", "create w/s"}, 2, true, nil},
+		{"ended default: the sidecar recreates it", DefaultSession, true, ended, []string{"delete w/default"}, 2, true, nil},
+		{"ended without restart fails", "s", false, ended, nil, 1, false, ErrEnded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeSessions{}
+			n, restarted := 0, false
+			err := InSession(context.Background(), f, SessionCall{Workspace: "w", Session: c.sid, Restart: c.restart, OnRestart: func() { restarted = true }},
+				func() error {
+					n++
+					if n == 1 {
+						return c.first
+					}
+					return nil
+				})
+			if !errors.Is(err, c.err) || (c.err == nil && err != nil) || n != c.calls || restarted != c.restarted || strings.Join(f.calls, ",") != strings.Join(c.exp, ",") {
+				t.Fatalf("exp err %v, %d calls, restarted %v, session calls %v; got %v, %d, %v, %v", c.err, c.calls, c.restarted, c.exp, err, n, restarted, f.calls)
 			}
 		})
 	}

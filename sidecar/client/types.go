@@ -9,6 +9,9 @@ import (
 const (
 	StatusRunning = "running"
 	StatusStopped = "stopped"
+	// StatusAdopting: a sidecar that just started is reconnecting to the
+	// workspace; calls that need it wait a little for it.
+	StatusAdopting = "adopting"
 )
 
 // CreateWorkspaceRequest is the body of POST /v1/workspaces.
@@ -47,11 +50,17 @@ type Workspace struct {
 	Repo       string `json:"repo,omitempty"`
 	Base       string `json:"base,omitempty"`
 	BaseCommit string `json:"base_commit,omitempty"`
-	// Status is "running" or "stopped".
+	// Status is "running", "stopped" or "adopting".
 	Status string `json:"status"`
 	// Error says why a workspace is stopped when nobody stopped it (its
 	// container died or was removed).
-	Error       string            `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Notice says something its owner should know (it was migrated, its
+	// state note disagrees with the sidecar's record).
+	Notice string `json:"notice,omitempty"`
+	// Agent describes the workspace's agent, the process inside its
+	// container that runs its sessions.
+	Agent       *AgentStatus      `json:"agent,omitempty"`
 	Image       string            `json:"image"`
 	Network     string            `json:"network"`
 	MemoryMB    int64             `json:"memory_mb"`
@@ -60,6 +69,23 @@ type Workspace struct {
 	Env         map[string]string `json:"env,omitempty"`
 	ContainerID string            `json:"container_id,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`
+}
+
+// AgentStatus describes a workspace's agent.
+type AgentStatus struct {
+	// Connected says the sidecar holds a connection to it now.
+	Connected bool       `json:"connected"`
+	PID       int        `json:"pid,omitempty"`
+	Version   string     `json:"version,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	// Restarts counts the times the sidecar started it again after it died
+	// or stopped answering; LastRestart and LastRestartReason say when and
+	// why the last time.
+	Restarts          int        `json:"restarts"`
+	LastRestart       *time.Time `json:"last_restart,omitempty"`
+	LastRestartReason string     `json:"last_restart_reason,omitempty"`
+	// Error says why it cannot be reached, if it cannot.
+	Error string `json:"error,omitempty"`
 }
 
 // CreateSessionRequest is the body of POST /v1/workspaces/{id}/sessions.
@@ -213,11 +239,20 @@ type FileInfo struct {
 // Diff is GET .../diff: the workspace's changes against its base,
 // committed, uncommitted and untracked.
 type Diff struct {
-	Base  string     `json:"base"`
-	Text  string     `json:"text"`
-	Files []FileStat `json:"files"`
-	// Truncated says Text was cut at the sidecar's limit.
-	Truncated bool `json:"truncated,omitempty"`
+	Base string `json:"base"`
+	// Commit is the workspace's HEAD the diff shows (its commits), plus
+	// uncommitted work when Uncommitted: pass it to merge as "commit" to
+	// merge exactly what you reviewed.
+	Commit string     `json:"commit,omitempty"`
+	Text   string     `json:"text"`
+	Files  []FileStat `json:"files"`
+	// Truncated says Text was cut at the sidecar's limit; FilesTruncated
+	// that Files was.
+	Truncated      bool `json:"truncated,omitempty"`
+	FilesTruncated bool `json:"files_truncated,omitempty"`
+	// Uncommitted says part of the diff is work not committed in the
+	// workspace, which merge leaves out (commit it first).
+	Uncommitted bool `json:"uncommitted,omitempty"`
 }
 
 // FileStat summarises one changed file.
@@ -251,6 +286,9 @@ type MergeRequest struct {
 	// Into is the target branch (default: the branch the workspace was
 	// created from).
 	Into string `json:"into,omitempty"`
+	// Commit, if set, is the commit you reviewed (Diff's commit): the merge
+	// is refused (409 conflict) if the workspace moved on since.
+	Commit string `json:"commit,omitempty"`
 }
 
 // MergeResult says what Merge did.
@@ -301,4 +339,7 @@ const (
 	CodeInternal         = "internal"           // 500
 	CodeNotRunning       = "not_running"        // 409: the command already finished
 	CodeNoRepository     = "no_repository"      // 409: a git operation on a scratch workspace
+	CodeAgentUnavailable = "agent_unavailable"  // 503: the workspace's agent cannot be reached or misbehaves
+	CodeRejected         = "rejected"           // 422: objects a workspace sent failed patina's checks
+	CodeAdopting         = "adopting"           // 503: the sidecar is still reconnecting to the workspace
 )

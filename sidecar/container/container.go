@@ -1,14 +1,23 @@
-// Package container runs patina workspaces' containers on Docker: it creates
-// them from a Spec (labels, limits, bind mounts, no privileges), finds them
-// again by label, and runs session processes inside them (Launcher
-// implements session.Launcher with docker exec).
+// Package container runs patina workspaces on a Docker engine: it creates
+// their containers from a Spec (labels, limits, volumes, dropped
+// capabilities, an isolated network), finds them again by label, ships the
+// patina binary into them read-only, starts the agent inside, and connects
+// to it — directly through the container's network namespace on a local
+// engine, or through a `docker exec` relay on any engine.
+//
+// Nothing here reads or writes a path inside a container: the only host
+// paths involved are the ones the sidecar chose (a repository workspace's
+// worktree and the user's object directory, mounted in).
 package container
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,17 +30,28 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// Labels on every container patina owns.
+// Labels on everything patina owns (containers, volumes, its network).
 const (
 	LabelManaged   = "dev.patina.managed"   // "1"
 	LabelWorkspace = "dev.patina.workspace" // workspace id
 	LabelName      = "dev.patina.name"      // workspace name
 	LabelRepo      = "dev.patina.repo"      // the user's repository, if any
 	LabelStateDir  = "dev.patina.state-dir" // the sidecar's state directory
+	LabelRole      = "dev.patina.role"      // volumes: state, files, agent
+)
+
+// Paths inside a workspace's container.
+const (
+	Workdir     = "/workspace"
+	AgentDir    = "/.patina/bin"
+	AgentPath   = AgentDir + "/patina"
+	StatePath   = "/.patina/state"
+	RepoObjects = "/.patina/repo/objects"
 )
 
 // API is the part of the Docker client this package uses.
@@ -46,7 +66,15 @@ type API interface {
 	ContainerExecStart(ctx context.Context, execID string, config container.ExecStartOptions) error
 	ContainerExecAttach(ctx context.Context, execID string, config container.ExecAttachOptions) (types.HijackedResponse, error)
 	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
+	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
+	ContainerStatPath(ctx context.Context, containerID, path string) (container.PathStat, error)
+	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
+	VolumeInspect(ctx context.Context, volumeID string) (volume.Volume, error)
+	VolumeRemove(ctx context.Context, volumeID string, force bool) error
+	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
+	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
+	DaemonHost() string
 }
 
 var _ API = (*client.Client)(nil)
@@ -54,7 +82,7 @@ var _ API = (*client.Client)(nil)
 // ErrNotFound: no such container.
 var ErrNotFound = errors.New("container not found")
 
-// Mount is a bind mount.
+// Mount is a bind mount of a host directory.
 type Mount struct {
 	Source, Target string
 	ReadOnly       bool
@@ -65,82 +93,277 @@ type Spec struct {
 	WorkspaceID string
 	Name        string // workspace name (also the container's hostname)
 	Repo        string
-	StateDir    string
 	Image       string
 	Env         map[string]string
 	MemoryMB    int64
 	CPUs        float64
 	PidsLimit   int64
-	// Network is "bridge" or "none".
-	Network    string
-	Mounts     []Mount
-	WorkingDir string
+	// Network is "bridge" (patina's own network, no traffic between
+	// workspaces) or "none".
+	Network string
+	// Files is the host directory mounted at /workspace; "" gives the
+	// workspace a volume of its own.
+	Files string
+	// Mounts are further host directories (read-only object directories).
+	Mounts []Mount
+}
+
+// Capabilities a workspace keeps, and why; every other one is dropped
+// (Docker's defaults include MKNOD, SETFCAP, NET_RAW, FSETID, SETPCAP,
+// SYS_CHROOT and AUDIT_WRITE): no device nodes, no file capabilities that
+// would work on the host, no raw packets to other hosts on the network.
+var Capabilities = []string{
+	"CHOWN",            // package managers and builds chown what they install
+	"DAC_OVERRIDE",     // root reads and writes files it does not own (a repository's files)
+	"FOWNER",           // chmod/utime on files owned by others
+	"KILL",             // signal processes of other users (stopping commands, killing daemons)
+	"SETGID", "SETUID", // apt, su and servers drop privileges to other users
+	"NET_BIND_SERVICE", // servers on ports below 1024
 }
 
 // ContainerName is the Docker name of a workspace's container.
 func ContainerName(workspaceID string) string { return "patina-" + workspaceID }
 
-// Create creates and starts a workspace's container: an init process
-// keeping `sleep infinity` alive, the workspace's mounts and limits,
-// no-new-privileges, not privileged, no Docker socket. It returns the
-// container id.
-func Create(ctx context.Context, api API, spec Spec) (string, error) {
+// VolumeName is a workspace's volume for a role ("state", "files").
+func VolumeName(workspaceID, role string) string { return "patina-" + workspaceID + "-" + role }
+
+// Config configures a Docker engine.
+type Config struct {
+	// StateDir labels what this sidecar owns.
+	StateDir string
+	// Binary is the patina binary shipped into containers (default: this
+	// process's executable). Static runs in any image; a dynamically
+	// linked one only where its libc is.
+	Binary string
+	// Transport reaches the agent: "netns" (through the container's network
+	// namespace; the sidecar and the engine on one host), "exec" (a docker
+	// exec relay; any engine), or "auto" (default: netns for a local engine
+	// whose container pids are this process's to see, else exec).
+	Transport string
+	// Network is the bridge network workspaces join (default "patina").
+	Network string
+	Logger  *slog.Logger
+}
+
+// Docker runs workspaces on a Docker engine.
+type Docker struct {
+	api       API
+	cfg       Config
+	log       *slog.Logger
+	transport string
+	local     bool
+	agent     agentVolume
+}
+
+// New returns a Docker engine. The agent's binary is read once, here.
+func New(api API, cfg Config) (*Docker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Network == "" {
+		cfg.Network = "patina"
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the patina binary to ship into workspaces: %w", err)
+		}
+		cfg.Binary = exe
+	}
+	d := &Docker{api: api, cfg: cfg, log: cfg.Logger.With("component", "docker")}
+	d.local = localDaemon(api.DaemonHost())
+	switch cfg.Transport {
+	case "", "auto":
+		d.transport = "exec"
+		if d.local {
+			d.transport = "auto"
+		}
+	case "netns", "exec":
+		d.transport = cfg.Transport
+	default:
+		return nil, fmt.Errorf("agent transport must be auto, netns or exec, not %q", cfg.Transport)
+	}
+	if err := d.agent.load(cfg.Binary); err != nil {
+		return nil, err
+	}
+	if d.agent.dynamic {
+		d.log.Warn("the patina binary is dynamically linked: its agent runs only in workspace images with a compatible glibc (the default image has one); build it static for any image: CGO_ENABLED=0 go build ./sidecar/cmd/patina", "binary", cfg.Binary)
+	}
+	return d, nil
+}
+
+// Local reports whether the engine runs on the sidecar's host, so host
+// directories can be mounted into workspaces.
+func (d *Docker) Local() bool { return d.local }
+
+// Transport says how the agent is reached: "netns", "exec", or "auto"
+// (netns for each container whose pid is visible here, else exec).
+func (d *Docker) Transport() string { return d.transport }
+
+// localDaemon reports whether the engine's address is a local socket.
+func localDaemon(host string) bool {
+	return host == "" || strings.HasPrefix(host, "unix://") || strings.HasPrefix(host, "npipe://")
+}
+
+// Create creates and starts a workspace's container: `patina agent pause`
+// as PID 1 (an init that nothing inside can kill), the
+// patina binary read-only at /.patina/bin, the state volume at
+// /.patina/state, the files at /workspace, limits, the capabilities above,
+// no-new-privileges, no Docker socket. It returns the container id.
+func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
+	if err := validSpec(spec); err != nil {
+		return "", err
+	}
+	id, err := d.create(ctx, spec)
+	if err != nil && strings.Contains(err.Error(), AgentPath) {
+		// Another sidecar pruned the agent volume between ensure and
+		// create, and Docker made it anew, empty: fill it and try again.
+		d.agent.invalidate()
+		id, err = d.create(ctx, spec)
+	}
+	return id, err
+}
+
+func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
+	agentVol, err := d.agent.ensure(ctx, d, spec.Image)
+	if err != nil {
+		return "", err
+	}
+	netMode := "none"
+	if spec.Network == "bridge" || spec.Network == "" {
+		if err := d.ensureNetwork(ctx); err != nil {
+			return "", err
+		}
+		netMode = d.cfg.Network
+	}
+	labels := d.labels(spec.WorkspaceID)
+	mounts := []mount.Mount{
+		{Type: mount.TypeVolume, Source: agentVol, Target: AgentDir, ReadOnly: true},
+	}
+	stateVol, err := d.ensureVolume(ctx, spec.WorkspaceID, "state")
+	if err != nil {
+		return "", err
+	}
+	mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: stateVol, Target: StatePath})
+	if spec.Files != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Files, Target: Workdir})
+	} else {
+		filesVol, err := d.ensureVolume(ctx, spec.WorkspaceID, "files")
+		if err != nil {
+			return "", err
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: filesVol, Target: Workdir})
+	}
+	for _, m := range spec.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
 	env := make([]string, 0, len(spec.Env)+4)
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		env = append(env, k+"="+spec.Env[k])
 	}
-	// The worktree and the repository's git directory are mounted from the
-	// host; their owner may differ from the container's user.
+	// The worktree is owned by the sidecar's user, maybe not the
+	// container's: git must not refuse it.
 	env = append(env, "PATINA_WORKSPACE="+spec.WorkspaceID,
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*")
-	init := true
-	mounts := make([]mount.Mount, 0, len(spec.Mounts))
-	for _, m := range spec.Mounts {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
-	}
-	netMode := spec.Network
-	if netMode == "" {
-		netMode = "bridge"
-	}
 	hostname := spec.Name
 	if len(hostname) > 63 {
 		hostname = hostname[:63]
 	}
 	pids := spec.PidsLimit
+	ctrLabels := maps.Clone(labels)
+	ctrLabels[LabelName] = spec.Name
+	ctrLabels[LabelRepo] = spec.Repo
 	cfg := &container.Config{
 		Image:      spec.Image,
-		Cmd:        []string{"sleep", "infinity"},
+		Entrypoint: []string{AgentPath, "agent", "pause"},
+		Cmd:        []string{},
 		Env:        env,
-		WorkingDir: spec.WorkingDir,
+		WorkingDir: Workdir,
 		Hostname:   hostname,
-		Labels: map[string]string{
-			LabelManaged:   "1",
-			LabelWorkspace: spec.WorkspaceID,
-			LabelName:      spec.Name,
-			LabelRepo:      spec.Repo,
-			LabelStateDir:  spec.StateDir,
-		},
+		Labels:     ctrLabels,
 	}
 	host := &container.HostConfig{
-		Init:        &init,
 		Mounts:      mounts,
 		NetworkMode: container.NetworkMode(netMode),
 		SecurityOpt: []string{"no-new-privileges"},
+		CapDrop:     []string{"ALL"},
+		CapAdd:      Capabilities,
 		Resources: container.Resources{
 			Memory:    spec.MemoryMB << 20,
 			NanoCPUs:  int64(spec.CPUs * 1e9),
 			PidsLimit: &pids,
 		},
 	}
-	resp, err := api.ContainerCreate(ctx, cfg, host, nil, nil, ContainerName(spec.WorkspaceID))
+	resp, err := d.api.ContainerCreate(ctx, cfg, host, nil, nil, ContainerName(spec.WorkspaceID))
 	if err != nil {
 		return "", fmt.Errorf("create container for workspace %s: %w", spec.WorkspaceID, err)
 	}
-	if err := api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		_ = api.ContainerRemove(context.Background(), resp.ID, container.RemoveOptions{Force: true})
+	if err := d.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		_ = d.api.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
 		return "", fmt.Errorf("start container for workspace %s: %w", spec.WorkspaceID, err)
 	}
 	return resp.ID, nil
+}
+
+// validSpec refuses numbers Docker would misread (a memory limit that
+// overflows to "none", a CPU share that rounds to "none").
+func validSpec(s Spec) error {
+	switch {
+	case s.MemoryMB < 6 || s.MemoryMB > 1<<30:
+		return fmt.Errorf("memory %d MB out of range", s.MemoryMB)
+	case s.CPUs < 0.01 || s.CPUs > 1024:
+		return fmt.Errorf("cpus %g out of range", s.CPUs)
+	case s.PidsLimit < 1 || s.PidsLimit > 1<<22:
+		return fmt.Errorf("pids limit %d out of range", s.PidsLimit)
+	}
+	return nil
+}
+
+func (d *Docker) labels(workspaceID string) map[string]string {
+	return map[string]string{
+		LabelManaged:   "1",
+		LabelWorkspace: workspaceID,
+		LabelStateDir:  d.cfg.StateDir,
+	}
+}
+
+// ensureVolume creates (or finds) a workspace's volume.
+func (d *Docker) ensureVolume(ctx context.Context, workspaceID, role string) (string, error) {
+	name := VolumeName(workspaceID, role)
+	labels := d.labels(workspaceID)
+	labels[LabelRole] = role
+	v, err := d.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels})
+	if err != nil {
+		return "", fmt.Errorf("create volume %s: %w", name, err)
+	}
+	if v.Labels[LabelWorkspace] != workspaceID {
+		return "", fmt.Errorf("volume %s exists and is not this workspace's", name)
+	}
+	return name, nil
+}
+
+// ensureNetwork creates patina's bridge network, with traffic between its
+// containers turned off, unless it exists.
+func (d *Docker) ensureNetwork(ctx context.Context) error {
+	n, err := d.api.NetworkInspect(ctx, d.cfg.Network, network.InspectOptions{})
+	if err == nil {
+		if n.Options["com.docker.network.bridge.enable_icc"] != "false" {
+			return fmt.Errorf("network %s exists but lets containers reach each other (enable_icc is not false): remove it, patina makes its own", d.cfg.Network)
+		}
+		return nil
+	}
+	if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("inspect network %s: %w", d.cfg.Network, err)
+	}
+	_, err = d.api.NetworkCreate(ctx, d.cfg.Network, network.CreateOptions{
+		Driver:  "bridge",
+		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
+		Labels:  map[string]string{LabelManaged: "1"},
+	})
+	if err != nil && !errdefs.IsConflict(err) {
+		return fmt.Errorf("create network %s: %w", d.cfg.Network, err)
+	}
+	return nil
 }
 
 // State is what Inspect reports.
@@ -149,13 +372,14 @@ type State struct {
 	Running bool
 	Status  string // Docker's: created, running, exited, dead...
 	Error   string
+	Pid     int
 }
 
 // Inspect returns a container's state; ErrNotFound when it is gone.
-func Inspect(ctx context.Context, api API, id string) (State, error) {
-	info, err := api.ContainerInspect(ctx, id)
+func (d *Docker) Inspect(ctx context.Context, id string) (State, error) {
+	info, err := d.api.ContainerInspect(ctx, id)
 	if errdefs.IsNotFound(err) {
-		return State{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return State{}, fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	if err != nil {
 		return State{}, err
@@ -165,6 +389,7 @@ func Inspect(ctx context.Context, api API, id string) (State, error) {
 		st.Running = info.State.Running && !info.State.Paused
 		st.Status = string(info.State.Status)
 		st.Error = info.State.Error
+		st.Pid = info.State.Pid
 		if !info.State.Running && info.State.ExitCode != 0 {
 			st.Error = strings.TrimSpace(st.Error + " exit code " + strconv.Itoa(info.State.ExitCode))
 		}
@@ -176,31 +401,52 @@ func Inspect(ctx context.Context, api API, id string) (State, error) {
 }
 
 // Start starts a stopped container.
-func Start(ctx context.Context, api API, id string) error {
-	err := api.ContainerStart(ctx, id, container.StartOptions{})
+func (d *Docker) Start(ctx context.Context, id string) error {
+	err := d.api.ContainerStart(ctx, id, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	return err
 }
 
 // Stop stops a container (SIGTERM, then SIGKILL after timeout).
-func Stop(ctx context.Context, api API, id string, timeout time.Duration) error {
+func (d *Docker) Stop(ctx context.Context, id string, timeout time.Duration) error {
 	secs := int(timeout / time.Second)
-	err := api.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
+	err := d.api.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
 	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	return err
 }
 
-// Remove removes a container, running or not. A missing one is not an error.
-func Remove(ctx context.Context, api API, id string) error {
-	err := api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+// Remove removes a container, running or not; a missing one is not an
+// error. Its volumes stay (see RemoveVolumes).
+func (d *Docker) Remove(ctx context.Context, id string) error {
+	err := d.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("remove container %s: %w", id, err)
+		return fmt.Errorf("remove container %s: %w", short(id), err)
 	}
 	return nil
+}
+
+// RemoveVolumes removes a workspace's volumes (its sessions and, for a
+// scratch workspace, its files). Missing ones are not an error.
+func (d *Docker) RemoveVolumes(ctx context.Context, workspaceID string) error {
+	var errs []error
+	for _, role := range []string{"state", "files"} {
+		name := VolumeName(workspaceID, role)
+		v, err := d.api.VolumeInspect(ctx, name)
+		if errdefs.IsNotFound(err) {
+			continue
+		}
+		if err == nil && v.Labels[LabelWorkspace] != workspaceID {
+			continue // not ours
+		}
+		if err := d.api.VolumeRemove(ctx, name, true); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Owned is a container patina created, found by its labels.
@@ -208,8 +454,14 @@ type Owned struct {
 	ID          string
 	WorkspaceID string
 	Name        string
+	Repo        string
 	StateDir    string
 	Running     bool
+}
+
+// List finds every container patina owns (for this state directory).
+func (d *Docker) List(ctx context.Context) ([]Owned, error) {
+	return List(ctx, d.api, d.cfg.StateDir)
 }
 
 // List finds every container patina owns (for stateDir, if not empty).
@@ -228,6 +480,7 @@ func List(ctx context.Context, api API, stateDir string) ([]Owned, error) {
 			ID:          c.ID,
 			WorkspaceID: c.Labels[LabelWorkspace],
 			Name:        c.Labels[LabelName],
+			Repo:        c.Labels[LabelRepo],
 			StateDir:    c.Labels[LabelStateDir],
 			Running:     c.State == container.StateRunning,
 		})
@@ -235,24 +488,54 @@ func List(ctx context.Context, api API, stateDir string) ([]Owned, error) {
 	return out, nil
 }
 
-// Watch calls fn with the workspace id whenever one of stateDir's
-// containers dies or is destroyed, until ctx ends.
-func Watch(ctx context.Context, api API, stateDir string, fn func(workspaceID, action string)) {
+// Cleanup removes a state directory's containers and volumes (tests and
+// benchmarks clean up with it).
+func Cleanup(ctx context.Context, api API, stateDir string) error {
+	owned, err := List(ctx, api, stateDir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range owned {
+		if err := api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	vl, ok := api.(interface {
+		VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
+	})
+	if ok {
+		f := filters.NewArgs(filters.Arg("label", LabelManaged+"=1"), filters.Arg("label", LabelStateDir+"="+stateDir))
+		if vols, err := vl.VolumeList(ctx, volume.ListOptions{Filters: f}); err == nil {
+			for _, v := range vols.Volumes {
+				if err := api.VolumeRemove(ctx, v.Name, true); err != nil && !errdefs.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Watch calls fn with the workspace and container ids whenever one of this
+// state directory's containers starts, dies or is destroyed, until ctx
+// ends.
+func (d *Docker) Watch(ctx context.Context, fn func(workspaceID, containerID, action string)) {
 	f := filters.NewArgs(
 		filters.Arg("type", string(events.ContainerEventType)),
 		filters.Arg("label", LabelManaged+"=1"),
-		filters.Arg("label", LabelStateDir+"="+stateDir),
+		filters.Arg("label", LabelStateDir+"="+d.cfg.StateDir),
 		filters.Arg("event", string(events.ActionDie)),
 		filters.Arg("event", string(events.ActionDestroy)),
 		filters.Arg("event", string(events.ActionStart)),
 	)
 	for ctx.Err() == nil {
-		msgs, errs := api.Events(ctx, events.ListOptions{Filters: f})
+		msgs, errs := d.api.Events(ctx, events.ListOptions{Filters: f})
 	loop:
 		for {
 			select {
 			case m := <-msgs:
-				fn(m.Actor.Attributes[LabelWorkspace], string(m.Action))
+				fn(m.Actor.Attributes[LabelWorkspace], m.Actor.ID, string(m.Action))
 			case <-errs:
 				break loop
 			case <-ctx.Done():
@@ -264,4 +547,11 @@ func Watch(ctx context.Context, api API, stateDir string, fn func(workspaceID, a
 		case <-ctx.Done():
 		}
 	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

@@ -20,10 +20,15 @@ import (
 // labelTest marks containers made by tests.
 const labelTest = "dev.patina.test"
 
-// dockerClient returns a client for the engine the environment names, and
-// fails the test when the engine does not answer.
+// dockerClient returns a client for the engine the environment names. It
+// skips the test under -short (which promises tests that need no Docker,
+// e.g. in a container without a socket) and fails it when the engine does
+// not answer in a full run.
 func dockerClient(t *testing.T) *client.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a Docker engine (skipped with -short)")
+	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatalf("docker client: %v", err)

@@ -90,16 +90,25 @@ func TestScrubRootfsStaysInside(t *testing.T) {
 func TestRemoveRootfs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rootfs")
 	mkTree(t, dir, "usr/bin/x", "proc/", "sys/")
-	if os.Geteuid() == 0 {
-		// As a killed debootstrap leaves them.
-		must(t, unix.Mount("tmpfs", filepath.Join(dir, "proc"), "tmpfs", 0, "size=1m"))
-		must(t, unix.Mount("tmpfs", filepath.Join(dir, "sys"), "tmpfs", 0, "size=1m"))
-		mkTree(t, dir, "proc/inside")
-		t.Cleanup(func() {
-			unix.Unmount(filepath.Join(dir, "proc"), unix.MNT_DETACH)
-			unix.Unmount(filepath.Join(dir, "sys"), unix.MNT_DETACH)
-		})
+	must(t, removeRootfs(dir))
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("exp %s gone, got %v", dir, err)
 	}
+}
+
+// TestRemoveRootfsMounted: file systems still mounted in the tree, as a
+// killed debootstrap leaves them, are unmounted before the tree is removed.
+func TestRemoveRootfsMounted(t *testing.T) {
+	needMount(t)
+	dir := filepath.Join(t.TempDir(), "rootfs")
+	mkTree(t, dir, "usr/bin/x", "proc/", "sys/")
+	must(t, unix.Mount("tmpfs", filepath.Join(dir, "proc"), "tmpfs", 0, "size=1m"))
+	must(t, unix.Mount("tmpfs", filepath.Join(dir, "sys"), "tmpfs", 0, "size=1m"))
+	mkTree(t, dir, "proc/inside")
+	t.Cleanup(func() {
+		unix.Unmount(filepath.Join(dir, "proc"), unix.MNT_DETACH)
+		unix.Unmount(filepath.Join(dir, "sys"), unix.MNT_DETACH)
+	})
 	must(t, removeRootfs(dir))
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("exp %s gone, got %v", dir, err)
@@ -131,9 +140,7 @@ func TestCheckBuildDir(t *testing.T) {
 	if err := checkBuildDir(t.TempDir()); err != nil {
 		t.Logf("the test temp dir is not usable for builds: %v", err)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
+	needMount(t)
 	dir := t.TempDir()
 	must(t, unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NODEV|unix.MS_NOEXEC, "size=1m"))
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })

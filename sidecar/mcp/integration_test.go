@@ -26,9 +26,10 @@ func startSidecar(t *testing.T) *client.Client {
 	tests.RequireDocker(t) // skips under -short
 	logs := &lockedWriter{b: &strings.Builder{}}
 	svc, err := sidecar.New(sidecar.Config{
-		Addr:     "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Logger:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Addr:        "127.0.0.1:0",
+		StateDir:    t.TempDir(),
+		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		AgentBinary: tests.Binary(t), // not this test binary: the real patina, as the agent
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -112,23 +112,30 @@ func (s *server) run(ctx context.Context, in RunIn) (string, RunOut, error) {
 // removed and started again, so that one stray `exit` does not leave a
 // model with a dead session name. fresh reports the latter.
 func (s *server) inSession(ctx context.Context, ws, sid string, exec func(*client.Client) error) (fresh bool, err error) {
-	err = s.call(ctx, exec)
-	switch {
-	case errors.Is(err, client.ErrNotFound) && sid != client.DefaultSession:
-		// If the workspace is what is missing, creating the session fails
-		// with that.
-		err = s.call(ctx, func(c *client.Client) error { return client.EnsureSession(ctx, c, ws, sid) })
-	case errors.Is(err, client.ErrEnded):
-		s.log.Info("session ended: starting it again", "workspace", ws, "session_id", sid)
-		err = s.call(ctx, func(c *client.Client) error { return client.ResetSession(ctx, c, ws, sid) })
-		fresh = true
-	default:
-		return false, err
-	}
-	if err != nil {
-		return false, err
-	}
-	return fresh, s.call(ctx, exec)
+	err = client.InSession(ctx, sessionCaller{s}, client.SessionCall{
+		Workspace: ws, Session: sid, Restart: true,
+		OnRestart: func() {
+			s.log.Info("session ended: started it again", "workspace", ws, "session_id", sid)
+			fresh = true
+		},
+	}, func() error { return s.call(ctx, exec) })
+	return fresh, err
+}
+
+// sessionCaller makes the session calls of client.InSession through
+// s.call (which finds the sidecar again if it went away).
+type sessionCaller struct{ s *server }
+
+func (sc sessionCaller) CreateSession(ctx context.Context, ws string, req client.CreateSessionRequest) (out client.Session, err error) {
+	err = sc.s.call(ctx, func(c *client.Client) (err error) {
+		out, err = c.CreateSession(ctx, ws, req)
+		return err
+	})
+	return out, err
+}
+
+func (sc sessionCaller) DeleteSession(ctx context.Context, ws, sid string) error {
+	return sc.s.call(ctx, func(c *client.Client) error { return c.DeleteSession(ctx, ws, sid) })
 }
 
 // freshNote says that a session was started again.
@@ -281,22 +288,6 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	}
 	cctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	var data []byte
-	err = s.call(cctx, func(c *client.Client) error {
-		rc, err := c.OpenOutput(cctx, in.Workspace, sid, num, in.Stream, in.Offset, false)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		data, err = io.ReadAll(io.LimitReader(rc, int64(limit)))
-		return err
-	})
-	if err != nil {
-		return "", CommandOutputOut{}, err
-	}
-	if enc == "text" && len(data) == limit {
-		data = cutRuneEnd(data) // the next read starts at a whole character
-	}
 	var cmd client.Command
 	err = s.call(cctx, func(c *client.Client) (err error) {
 		cmd, err = c.GetCommand(cctx, in.Workspace, sid, num)
@@ -308,6 +299,26 @@ func (s *server) commandOutput(ctx context.Context, in CommandOutputIn) (string,
 	total := cmd.StdoutBytes
 	if in.Stream == "stderr" {
 		total = cmd.StderrBytes
+	}
+	var data []byte
+	// The sidecar refuses an offset past the end of a finished stream:
+	// such a read has nothing to read.
+	if cmd.State == "running" || in.Offset <= total {
+		err = s.call(cctx, func(c *client.Client) error {
+			rc, err := c.OpenOutput(cctx, in.Workspace, sid, num, in.Stream, in.Offset, false)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			data, err = io.ReadAll(io.LimitReader(rc, int64(limit)))
+			return err
+		})
+		if err != nil {
+			return "", CommandOutputOut{}, err
+		}
+	}
+	if enc == "text" && len(data) == limit {
+		data = cutRuneEnd(data) // the next read starts at a whole character
 	}
 	next := in.Offset + int64(len(data))
 	// An offset past the end reads nothing; the next read starts at the end.

@@ -12,6 +12,8 @@ type benchOptions struct {
 	json       bool
 	failOnMiss bool
 	opts       bench.Options
+	// streamMB and diffMB are --stream-mb and --diff-mb (MB, 10^6 bytes).
+	streamMB, diffMB int64
 }
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -28,6 +30,13 @@ and print each figure with its target and PASS or MISS:
   workspace create → first exec: p50 ≤ 1 s
   --sessions sessions × --execs execs concurrently: ≥ 2,000 exec/s, 0 errors
   the sidecar's resident memory with those sessions idle: ≤ 50 MB
+  the workspace agent's resident memory then: ≤ 15 MB
+  the sidecar's memory after streaming --stream-mb of a command's output and
+      taking the diff of a --diff-mb file: ≤ 100 MB
+  git status in a workspace of --git-files files ÷ in its repository: ≤ 1.5×
+and, unjudged, exec of true through the exec relay (a second sidecar with
+--agent-transport exec: the path of a remote engine or a sidecar in a
+container).
 
 patina bench starts a sidecar of its own (this program's "serve" on a free
 loopback port, with a temporary state directory and token) so that it can
@@ -37,13 +46,16 @@ it does not use a running sidecar, nor the global --addr, --token and
 --state-dir. Progress goes to stderr.`,
 		Example: `  patina bench
   patina bench --json > bench.json
-  patina bench --samples 200 --sessions 10 --execs 20   # a quick run`,
+  patina bench --samples 200 --sessions 10 --execs 20 --stream-mb 100 --diff-mb 10 --git-files 1000   # a quick run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.opts.Samples <= 0 || o.opts.Sessions <= 0 || o.opts.Execs <= 0 ||
-				o.opts.DockerSamples <= 0 || o.opts.CreateSamples <= 0 {
-				return usagef("--samples, --docker-samples, --create-samples, --sessions and --execs must be positive")
+				o.opts.DockerSamples <= 0 || o.opts.CreateSamples <= 0 || o.streamMB <= 0 || o.diffMB <= 0 ||
+				o.opts.GitFiles <= 0 || o.opts.RelaySamples <= 0 {
+				return usagef("--samples, --docker-samples, --create-samples, --sessions, --execs, --stream-mb, --diff-mb, --git-files and --relay-samples must be positive")
 			}
+			o.opts.StreamBytes = o.streamMB * 1_000_000
+			o.opts.DiffBytes = o.diffMB * 1_000_000
 			bin, err := a.executable()
 			if err != nil {
 				return fmt.Errorf("find the patina executable: %w", err)
@@ -77,6 +89,10 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.IntVar(&o.opts.CreateSamples, "create-samples", 5, "workspaces created to time create → first exec")
 	f.IntVar(&o.opts.Sessions, "sessions", 100, "sessions in the concurrent run")
 	f.IntVar(&o.opts.Execs, "execs", 100, "execs per session in the concurrent run")
+	f.Int64Var(&o.streamMB, "stream-mb", 1000, "MB of a command's output streamed before reading the sidecar's memory")
+	f.Int64Var(&o.diffMB, "diff-mb", 300, "MB of the file whose diff is taken before reading the sidecar's memory")
+	f.IntVar(&o.opts.GitFiles, "git-files", 10_000, "files of the repository whose git status is timed")
+	f.IntVar(&o.opts.RelaySamples, "relay-samples", 200, "execs timed through the exec relay")
 	f.StringVar(&o.opts.Image, "image", image.DefaultTag, "the workspaces' image")
 	return cmd
 }

@@ -165,26 +165,21 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 			a.stdout.Write(data)
 		}
 	}
-	res, err := c.ExecStream(ctx, ws, o.session, req, onOutput)
-	switch {
-	case errors.Is(err, client.ErrNotFound) && o.session != defaultSession:
-		// The sidecar creates only "default" on first use; create the
-		// others here. (If the workspace is what is missing, creating the
-		// session fails with that.)
-		if err = a.createSession(ctx, c, ws, o.session); err == nil {
-			res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
-		}
-	case errors.Is(err, client.ErrEnded):
-		// An earlier command ended the session's shell (exit, exec...):
-		// start it again, as the MCP server's run does, rather than fail
-		// every command in it until --fresh. Nothing ran: the sidecar
-		// answered before starting the command.
-		if err = a.restartSession(ctx, c, ws, o.session); err == nil {
+	// A session other than "default" is created on first use here; one
+	// whose shell an earlier command ended (exit, exec...) is started
+	// again, as the MCP server's run does, rather than fail every command
+	// in it until --fresh.
+	var res client.ExecResult
+	err = client.InSession(ctx, sessionAPI{a, c}, client.SessionCall{
+		Workspace: ws, Session: o.session, Restart: true,
+		OnRestart: func() {
 			fmt.Fprintf(a.stderr, "patina: session %q's shell had ended, so this command runs in a new shell "+
 				"(state reset: it starts in /workspace, without the old shell's variables, functions and history)\n", o.session)
-			res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
-		}
-	}
+		},
+	}, func() (err error) {
+		res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			fmt.Fprintln(a.stderr, "patina: interrupted; the sidecar stops the command")
@@ -195,19 +190,24 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 	return &exitError{code: a.reportExec(res, o)}
 }
 
-// createSession creates session sid; one that exists already (made by a
-// concurrent patina exec) is fine.
-func (a *app) createSession(ctx context.Context, c *client.Client, ws, sid string) error {
-	ctx, cancel := a.apiContext(ctx)
-	defer cancel()
-	return noAnswer(ctx, a.apiTimeout, client.EnsureSession(ctx, c, ws, sid))
+// sessionAPI bounds the session calls of client.InSession by the CLI's
+// API timeout, with its message when the sidecar does not answer.
+type sessionAPI struct {
+	a *app
+	c *client.Client
 }
 
-// restartSession replaces session sid, whose shell has ended, by a new one.
-func (a *app) restartSession(ctx context.Context, c *client.Client, ws, sid string) error {
-	ctx, cancel := a.apiContext(ctx)
+func (s sessionAPI) CreateSession(ctx context.Context, ws string, req client.CreateSessionRequest) (client.Session, error) {
+	ctx, cancel := s.a.apiContext(ctx)
 	defer cancel()
-	return noAnswer(ctx, a.apiTimeout, client.ResetSession(ctx, c, ws, sid))
+	out, err := s.c.CreateSession(ctx, ws, req)
+	return out, noAnswer(ctx, s.a.apiTimeout, err)
+}
+
+func (s sessionAPI) DeleteSession(ctx context.Context, ws, sid string) error {
+	ctx, cancel := s.a.apiContext(ctx)
+	defer cancel()
+	return noAnswer(ctx, s.a.apiTimeout, s.c.DeleteSession(ctx, ws, sid))
 }
 
 // removeSession removes session sid if it exists.

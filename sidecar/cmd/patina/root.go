@@ -65,6 +65,7 @@ exits with its command's status.`,
 		root.AddCommand(c)
 	}
 	root.AddCommand(newMCPCmd(a))
+	root.AddCommand(newAgentCmd(a))
 	root.AddCommand(newVersionCmd(a))
 	a.markRunning(root)
 	return root

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/patina-dev/patina/sidecar"
@@ -14,6 +16,12 @@ import (
 // shuts its HTTP server down; containers and sessions keep running.
 func (a *app) serve(ctx context.Context, s serveSettings) error {
 	slog.SetDefault(s.Logger)
+	// The sidecar's live memory is small and bounded; a soft limit makes
+	// the collector return what bursts (a flood of output, a large diff)
+	// used. GOMEMLIMIT overrides it.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(96 << 20)
+	}
 	if !loopback(s.Addr) {
 		s.Logger.Warn("listening on a non-loopback address: anyone who can reach it and has the token can run commands", "addr", s.Addr)
 	}
@@ -21,12 +29,13 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		return err
 	}
 	svc, err := sidecar.New(sidecar.Config{
-		Addr:         s.Addr,
-		StateDir:     s.StateDir,
-		Token:        s.Token,
-		Logger:       s.Logger,
-		Version:      version,
-		DefaultImage: s.Image,
+		Addr:           s.Addr,
+		StateDir:       s.StateDir,
+		Token:          s.Token,
+		Logger:         s.Logger,
+		Version:        version,
+		DefaultImage:   s.Image,
+		AgentTransport: s.Transport,
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 // serveOptions are serve's flags.
 type serveOptions struct {
 	addr, stateDir, token, image string
+	transport                    string
 	logLevel, logFormat          string
 	shutdownTimeout              time.Duration
 }
@@ -22,6 +23,7 @@ type serveOptions struct {
 // serveSettings are serve's flags resolved against the environment.
 type serveSettings struct {
 	Addr, StateDir, Token, Image string
+	Transport                    string
 	Logger                       *slog.Logger
 	ShutdownTimeout              time.Duration
 }
@@ -64,6 +66,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.stateDir, "state-dir", "", "the state directory: token, sessions, worktrees (env "+envStateDir+"; default $XDG_STATE_HOME/patina, else ~/.local/state/patina)")
 	f.StringVar(&o.token, "token", "", "the API token (env "+envToken+"; default: <state-dir>/"+tokenFile+", generated on first start)")
 	f.StringVar(&o.image, "image", image.DefaultTag, "the image of workspaces whose request names none")
+	f.StringVar(&o.transport, "agent-transport", "auto", "how to reach the agents in workspaces: auto (through each container's network namespace when the engine is on this host and its pids are visible, else exec), netns, or exec (a docker exec relay: any engine)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight when stopping")
@@ -94,6 +97,13 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.image == "" {
 		return s, usagef("--image must not be empty")
 	}
+	switch o.transport {
+	case "":
+		o.transport = "auto"
+	case "auto", "netns", "exec":
+	default:
+		return s, usagef("--agent-transport must be auto, netns or exec, not %q", o.transport)
+	}
 	// serve's own flags shadow the global ones; read them here.
 	a.stateDir = o.stateDir
 	dir, err := a.resolveStateDir()
@@ -109,6 +119,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		StateDir:        dir,
 		Token:           firstNonEmpty(o.token, a.getenv(envToken)),
 		Image:           o.image,
+		Transport:       o.transport,
 		Logger:          slog.New(h),
 		ShutdownTimeout: o.shutdownTimeout,
 	}, nil

@@ -18,7 +18,12 @@ func newWsDiffCmd(a *app) *cobra.Command {
 		Use:   "diff WS",
 		Short: "Show a workspace's changes against its base",
 		Long: `Show a workspace's changes against its base: committed, uncommitted and
-untracked, as one unified diff (or, with --stat, one line per file).`,
+untracked, as one unified diff (or, with --stat, one line per file).
+
+The diff is of the workspace's HEAD commit (its commits so far) plus its work
+not committed yet. Standard error names that commit: "patina ws merge
+--commit COMMIT" merges exactly it, and refuses if the workspace moved on since.
+Taking a diff writes nothing to your repository.`,
 		Example: `  patina ws diff fix-tests | less
   patina ws diff fix-tests --stat
   patina ws diff fix-tests --json | jq -r '.files[].path'`,
@@ -43,6 +48,13 @@ untracked, as one unified diff (or, with --stat, one line per file).`,
 				}
 				if d.Truncated {
 					fmt.Fprintln(a.stderr, "patina: the diff is longer than the sidecar's limit and was cut; see the worktree (patina ws show) for the rest")
+				}
+				if d.Commit != "" {
+					note := ""
+					if d.Uncommitted {
+						note = " plus uncommitted work, which a merge leaves out until committed"
+					}
+					fmt.Fprintf(a.stderr, "patina: the diff of commit %s%s; merge exactly it with: patina ws merge %s --commit %s\n", d.Commit, note, args[0], d.Commit)
 				}
 				return nil
 			})
@@ -152,20 +164,24 @@ func parseAuthor(s string) (name, email string, err error) {
 }
 
 func newWsMergeCmd(a *app) *cobra.Command {
-	var into string
+	var into, commit string
 	cmd := &cobra.Command{
 		Use:   "merge WS",
 		Short: "Merge a workspace's branch into a branch of the repository",
 		Long: `Merge the workspace's branch patina/<name> into a branch of the user's
-repository (default: the branch the workspace was created from). Only committed
-changes are merged: run "patina ws commit" first. A conflict leaves both
-branches as they were and fails.`,
+repository (default: the branch the workspace was created from). The branch is
+first moved to the workspace's HEAD (commits made inside with git commit
+included), once their objects are checked; only committed changes are merged:
+run "patina ws commit" first for the rest. With --commit (the commit "patina ws
+diff" named), the merge is refused if the workspace moved on since: you merge
+what you reviewed. A conflict leaves both branches as they were and fails.`,
 		Example: `  patina ws merge fix-tests
-  patina ws merge fix-tests --into release-1.2`,
+  patina ws merge fix-tests --into release-1.2
+  patina ws merge fix-tests --commit 3f1c9e2a...   # exactly what ws diff showed`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				res, err := c.Merge(ctx, args[0], client.MergeRequest{Into: into})
+				res, err := c.Merge(ctx, args[0], client.MergeRequest{Into: into, Commit: commit})
 				if err != nil {
 					return a.mergeError(ctx, c, args[0], into, err)
 				}
@@ -177,6 +193,7 @@ branches as they were and fails.`,
 		},
 	}
 	cmd.Flags().StringVar(&into, "into", "", "the branch to merge into (default: the branch the workspace was created from)")
+	cmd.Flags().StringVar(&commit, "commit", "", "merge only if the workspace's head is this commit (the one ws diff named)")
 	return cmd
 }
 

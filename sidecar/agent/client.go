@@ -1,0 +1,434 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/mux"
+)
+
+// ClientConfig configures a Client. Zero values take the defaults noted.
+type ClientConfig struct {
+	// WorkspaceID and Token are what hello presents; the agent must answer
+	// for the same workspace.
+	WorkspaceID string
+	Token       string
+	// Dial opens a connection to the agent. Required.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Recover is called when the agent cannot be reached or fails hello
+	// (before any call was sent, so retrying is safe): it starts the agent
+	// again. The connection is then tried until RecoverTimeout passes.
+	Recover func(ctx context.Context, cause error) error
+	// RecoverTimeout bounds waiting for a recovered agent (default 15 s).
+	RecoverTimeout time.Duration
+	// OutputLimit is the sidecar's head/tail limit: results with more are
+	// refused (default 1 MiB).
+	OutputLimit int
+	// CallTimeout bounds calls that should be quick (default 30 s).
+	CallTimeout time.Duration
+	// HelloTimeout bounds dialing and hello (default 5 s).
+	HelloTimeout time.Duration
+	// KeepAlive is the connection's ping interval (default 10 s).
+	KeepAlive time.Duration
+	Logger    *slog.Logger
+}
+
+// Client talks to one workspace's agent over one multiplexed connection,
+// dialled on first use and again after it breaks.
+type Client struct {
+	cfg ClientConfig
+	log *slog.Logger
+
+	// sem is held while connecting (a lock that honours contexts: one
+	// caller recovering the agent never holds others past their deadline).
+	sem   chan struct{}
+	mu    sync.Mutex
+	conn  *mux.Conn
+	hello Hello
+}
+
+// NewClient returns a client; nothing is dialled yet.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = 1 << 20
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.HelloTimeout <= 0 {
+		cfg.HelloTimeout = 5 * time.Second
+	}
+	if cfg.RecoverTimeout <= 0 {
+		cfg.RecoverTimeout = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, sem: make(chan struct{}, 1), log: cfg.Logger.With("component", "agent-client", "workspace_id", cfg.WorkspaceID)}
+}
+
+// Close closes the connection (the agent and its sessions keep running).
+func (c *Client) Close() {
+	c.mu.Lock()
+	conn := c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+}
+
+// Connected reports whether a connection is up now.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn != nil && c.conn.Err() == nil
+}
+
+// ConnectWait waits up to d for an agent just started to answer (without
+// recovering: it is expected to come up by itself).
+func (c *Client) ConnectWait(ctx context.Context, d time.Duration) (Hello, error) {
+	if _, h, ok := c.live(); ok {
+		return h, nil
+	}
+	select {
+	case c.sem <- struct{}{}:
+		defer func() { <-c.sem }()
+	case <-ctx.Done():
+		return Hello{}, ctx.Err()
+	}
+	conn, h, err := c.dialUntil(ctx, time.Now().Add(d))
+	if err != nil {
+		return Hello{}, err
+	}
+	c.mu.Lock()
+	c.conn, c.hello = conn, h
+	c.mu.Unlock()
+	return h, nil
+}
+
+// Done is closed when the current connection closes; nil when there is
+// none.
+func (c *Client) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Done()
+}
+
+// Connect makes sure a connection is up (dialling, and recovering once,
+// as needed) and returns the agent's hello.
+func (c *Client) Connect(ctx context.Context) (Hello, error) {
+	_, h, err := c.connection(ctx)
+	return h, err
+}
+
+// connection returns the live connection, making one if needed.
+func (c *Client) connection(ctx context.Context) (*mux.Conn, Hello, error) {
+	if conn, h, ok := c.live(); ok {
+		return conn, h, nil
+	}
+	select {
+	case c.sem <- struct{}{}:
+		defer func() { <-c.sem }()
+	case <-ctx.Done():
+		return nil, Hello{}, fmt.Errorf("%w: waiting for the connection to the agent: %v", ErrUnavailable, ctx.Err())
+	}
+	if conn, h, ok := c.live(); ok {
+		return conn, h, nil
+	}
+	conn, h, err := c.dial(ctx)
+	if err != nil && c.cfg.Recover != nil && ctx.Err() == nil {
+		c.log.Info("agent unreachable; recovering", "err", err)
+		if rerr := c.cfg.Recover(ctx, err); rerr != nil {
+			return nil, Hello{}, fmt.Errorf("%w (%v); starting it again failed: %v", ErrUnavailable, err, rerr)
+		}
+		conn, h, err = c.dialUntil(ctx, time.Now().Add(c.cfg.RecoverTimeout))
+	}
+	if err != nil {
+		return nil, Hello{}, err
+	}
+	c.mu.Lock()
+	c.conn, c.hello = conn, h
+	c.mu.Unlock()
+	return conn, h, nil
+}
+
+func (c *Client) live() (*mux.Conn, Hello, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil && c.conn.Err() == nil {
+		return c.conn, c.hello, true
+	}
+	return nil, Hello{}, false
+}
+
+// dialUntil dials until it succeeds or the deadline passes, backing off.
+func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, Hello, error) {
+	wait := 10 * time.Millisecond
+	for {
+		conn, h, err := c.dial(ctx)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return conn, h, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+	}
+}
+
+// dial connects and says hello, within HelloTimeout.
+func (c *Client) dial(ctx context.Context) (*mux.Conn, Hello, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.HelloTimeout)
+	defer cancel()
+	nc, err := c.cfg.Dial(ctx)
+	if err != nil {
+		return nil, Hello{}, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
+	}
+	conn := mux.Client(nc, mux.Config{MaxStreams: -1, KeepAlive: c.cfg.KeepAlive, Logger: c.log})
+	var h Hello
+	err = c.roundTrip(ctx, conn, mHello, HelloRequest{Token: c.cfg.Token, WorkspaceID: c.cfg.WorkspaceID, Protocol: ProtocolVersion}, &h, 64<<10)
+	if err == nil {
+		err = h.validate(c.cfg.WorkspaceID)
+	}
+	if err != nil {
+		conn.Close()
+		if !errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w: hello: %v", ErrUnavailable, err)
+		}
+		return nil, Hello{}, err
+	}
+	return conn, h, nil
+}
+
+// reply is an answer being read: its head was decoded; Body reads what
+// follows (streaming methods).
+type reply struct {
+	st   *mux.Stream
+	body *bufio.Reader
+	stop func() bool
+}
+
+// Read reads the answer's body.
+func (r *reply) Read(p []byte) (int, error) {
+	n, err := r.body.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: reading from the agent: %v", ErrUnavailable, err)
+	}
+	return n, err
+}
+
+// Close ends the call (resetting the stream if the body was not read).
+func (r *reply) Close() error {
+	r.stop()
+	return r.st.Close()
+}
+
+// callOpts tune one call.
+type callOpts struct {
+	body      io.Reader    // request body, if any
+	headLimit int          // longest head line accepted (default 1 MiB)
+	onID      func(string) // called with a progress id line
+	keep      bool         // return the stream for its body
+	long      bool         // no CallTimeout: the caller's ctx bounds it
+	// ack bounds the wait for the first line of the answer (a long call
+	// whose agent acknowledges it at once, like exec).
+	ack time.Duration
+}
+
+// call runs method with args and decodes the result into out.
+func (c *Client) call(ctx context.Context, method string, args, out any, o callOpts) (*reply, error) {
+	if !o.long {
+		caller := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
+		defer cancel()
+		r, err := c.callOnce(ctx, method, args, out, o)
+		if err != nil && ctx.Err() != nil && caller.Err() == nil {
+			err = fmt.Errorf("%w: the agent did not answer %s within %s", ErrUnavailable, method, c.cfg.CallTimeout)
+		}
+		return r, err
+	}
+	return c.callOnce(ctx, method, args, out, o)
+}
+
+// callOnce is call without its default deadline.
+func (c *Client) callOnce(ctx context.Context, method string, args, out any, o callOpts) (*reply, error) {
+	for attempt := 0; ; attempt++ {
+		conn, _, err := c.connection(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.open(ctx, conn, method, args, out, o)
+		// A connection found dead before the call went out (its agent died
+		// since the last call): the call was not sent, so it is safe to
+		// make again on a new one.
+		if errors.Is(err, errNotSent) && attempt == 0 && ctx.Err() == nil {
+			c.drop(conn)
+			continue
+		}
+		if err != nil && errors.Is(err, mux.ErrClosed) {
+			err = fmt.Errorf("%w: the connection to the agent broke: %v", ErrUnavailable, err)
+		}
+		return r, err
+	}
+}
+
+// errNotSent: the call could not be sent at all.
+var errNotSent = errors.New("the call was not sent")
+
+// drop forgets a connection that is dead.
+func (c *Client) drop(conn *mux.Conn) {
+	c.mu.Lock()
+	if c.conn == conn {
+		c.conn = nil
+	}
+	c.mu.Unlock()
+	conn.Close()
+}
+
+func (c *Client) roundTrip(ctx context.Context, conn *mux.Conn, method string, args, out any, limit int) error {
+	_, err := c.open(ctx, conn, method, args, out, callOpts{headLimit: limit})
+	return err
+}
+
+// open sends the call and reads the head; with o.keep the stream stays
+// open for the body and the caller closes the reply.
+func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, out any, o callOpts) (*reply, error) {
+	a, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	hdr, err := json.Marshal(call{Method: method, Args: a})
+	if err != nil {
+		return nil, err
+	}
+	st, err := conn.Open(ctx, hdr, o.body == nil)
+	if err != nil {
+		if errors.Is(err, mux.ErrClosed) {
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
+		}
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { st.Reset("cancelled") })
+	fail := func(err error) (*reply, error) {
+		stop()
+		st.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if o.body != nil {
+		// The agent may answer (an error, say) before it has read the whole
+		// body, and stop it: its answer is then read all the same.
+		_, err := io.Copy(st, o.body)
+		if err == nil {
+			err = st.CloseWrite()
+		}
+		var re *mux.ResetError
+		if err != nil && !(errors.As(err, &re) && re.Remote) {
+			return fail(err)
+		}
+	}
+	limit := o.headLimit
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	var acked atomic.Bool
+	if o.ack > 0 {
+		t := time.AfterFunc(o.ack, func() {
+			if !acked.Load() {
+				st.Reset("no acknowledgement")
+			}
+		})
+		defer t.Stop()
+	}
+	br := bufio.NewReaderSize(st, 4096)
+	for {
+		line, err := readLine(br, limit)
+		if err != nil {
+			if o.ack > 0 && !acked.Load() && ctx.Err() == nil {
+				err = fmt.Errorf("%w: the agent did not acknowledge %s within %s (%v)", ErrUnavailable, method, o.ack, err)
+			}
+			return fail(err)
+		}
+		acked.Store(true)
+		var h head
+		if err := json.Unmarshal(line, &h); err != nil {
+			return fail(fmt.Errorf("%w: a malformed answer to %s: %v", ErrUnavailable, method, err))
+		}
+		switch {
+		case h.E != nil:
+			stop()
+			st.Close()
+			return nil, decodeError(h.E)
+		case h.R != nil:
+			if out != nil {
+				if err := json.Unmarshal(h.R, out); err != nil {
+					return fail(fmt.Errorf("%w: a malformed result of %s: %v", ErrUnavailable, method, err))
+				}
+				if v, ok := out.(validator); ok {
+					if err := v.validate(c.cfg.OutputLimit); err != nil {
+						return fail(fmt.Errorf("%w: an invalid result of %s: %v", ErrUnavailable, method, err))
+					}
+				}
+			}
+			if o.keep {
+				return &reply{st: st, body: br, stop: stop}, nil
+			}
+			stop()
+			st.Close()
+			return nil, nil
+		case h.ID != "":
+			if !validCommandID(h.ID) {
+				return fail(fmt.Errorf("%w: an invalid command id from the agent", ErrUnavailable))
+			}
+			if o.onID != nil {
+				o.onID(h.ID)
+			}
+		default:
+			return fail(fmt.Errorf("%w: an empty answer to %s", ErrUnavailable, method))
+		}
+	}
+}
+
+// readLine reads one line of at most limit bytes.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var buf bytes.Buffer
+	for {
+		frag, err := br.ReadSlice('\n')
+		if buf.Len()+len(frag) > limit {
+			return nil, fmt.Errorf("%w: an answer longer than %d bytes", ErrUnavailable, limit)
+		}
+		buf.Write(frag)
+		switch {
+		case err == nil:
+			return buf.Bytes(), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return nil, fmt.Errorf("%w: the agent ended its answer early", ErrUnavailable)
+		default:
+			var re *mux.ResetError
+			if errors.As(err, &re) && re.Remote {
+				return nil, fmt.Errorf("%w: the agent aborted the call: %s", ErrUnavailable, cleanText(re.Reason, 512))
+			}
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+}

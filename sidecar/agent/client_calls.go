@@ -1,0 +1,335 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/patina-dev/patina/session"
+)
+
+// resultLimit is the longest exec result line: head and tail of two
+// streams, base64-encoded, plus room for the rest.
+func (c *Client) resultLimit() int { return 4*c.cfg.OutputLimit*4/3 + 256<<10 }
+
+// CreateSession creates a session.
+func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (session.Info, error) {
+	var out sessionInfo
+	_, err := c.call(ctx, mSessionCreate, req, &out, callOpts{})
+	return session.Info(out), err
+}
+
+// Sessions lists the sessions.
+func (c *Client) Sessions(ctx context.Context) ([]session.Info, error) {
+	var out sessionInfos
+	_, err := c.call(ctx, mSessionList, struct{}{}, &out, callOpts{headLimit: 4 << 20})
+	return out, err
+}
+
+// Session describes one session.
+func (c *Client) Session(ctx context.Context, sid string) (session.Info, error) {
+	var out sessionInfo
+	_, err := c.call(ctx, mSessionGet, sessionRef{Session: sid}, &out, callOpts{})
+	return session.Info(out), err
+}
+
+// RemoveSession ends a session and deletes its history.
+func (c *Client) RemoveSession(ctx context.Context, sid string) error {
+	_, err := c.call(ctx, mSessionRemove, sessionRef{Session: sid}, nil, callOpts{})
+	return err
+}
+
+// Revive gives an ended session (or, with "", every ended one) a new shell
+// with its last saved state.
+func (c *Client) Revive(ctx context.Context, sid string) ([]session.Info, error) {
+	var out sessionInfos
+	_, err := c.call(ctx, mSessionRevive, ReviveRequest{Session: sid}, &out, callOpts{long: true, headLimit: 4 << 20})
+	return out, err
+}
+
+// SetEnv exports (and unsets) variables in a session.
+func (c *Client) SetEnv(ctx context.Context, sid string, env map[string]string, unset []string) (session.Info, error) {
+	var out sessionInfo
+	_, err := c.call(ctx, mSessionEnv, setEnvRequest{Session: sid, Env: env, Unset: unset}, &out, callOpts{})
+	return session.Info(out), err
+}
+
+// History returns up to limit commands after command id after.
+func (c *Client) History(ctx context.Context, sid string, after uint64, limit int) ([]session.CommandInfo, error) {
+	var out commandInfos
+	// A page is about 2 MiB (one command of up to 1 MiB, escaped, at worst).
+	_, err := c.call(ctx, mHistory, historyRequest{Session: sid, After: after, Limit: limit}, &out, callOpts{headLimit: 12 << 20})
+	return out, err
+}
+
+// Command returns one command's record.
+func (c *Client) Command(ctx context.Context, sid, cid string) (session.CommandInfo, error) {
+	var out commandInfo
+	_, err := c.call(ctx, mCommand, commandRef{Session: sid, Command: cid}, &out, callOpts{headLimit: 4 << 20})
+	return session.CommandInfo(out), err
+}
+
+// Start starts a command and returns its id.
+func (c *Client) Start(ctx context.Context, req ExecRequest, stdin []byte) (string, error) {
+	req.Async = true
+	var out asyncResult
+	_, err := c.call(ctx, mExec, req, &out, c.execOpts(req, stdin))
+	return out.CommandID, err
+}
+
+// ackTimeout bounds how long an agent may take to acknowledge a command
+// (with its id, after quickWait, or its result): a live one takes
+// milliseconds, or the start of a new session's shell (under 15 s, the
+// session package's start timeout).
+const ackTimeout = 20 * time.Second
+
+func (c *Client) execOpts(req ExecRequest, stdin []byte) callOpts {
+	o := callOpts{headLimit: c.resultLimit(), ack: ackTimeout}
+	if req.Stdin {
+		o.body = bytes.NewReader(stdin)
+	}
+	return o
+}
+
+// Exec runs a command and waits for it. The command does not depend on
+// the connection: if it breaks, Exec reconnects (the agent may have been
+// restarted meanwhile) and waits for the same command. If ctx ends, the
+// command is stopped with SIGINT and Exec returns its result with ctx's
+// error. A command with a timeout that the agent does not finish well
+// after it is reported as ErrUnavailable.
+func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (session.ExecResult, error) {
+	req.Async = false
+	var id string
+	o := c.execOpts(req, stdin)
+	o.long = true
+	o.onID = func(s string) { id = s }
+	callCtx, cancel := c.execDeadline(ctx, req.TimeoutMS)
+	defer cancel()
+	sent := time.Now()
+	var out ExecResult
+	_, err := c.call(callCtx, mExec, req, &out, o)
+	if err == nil {
+		return out.Session(), nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return c.stopAndWait(req.Session, id, ctx.Err())
+	case callCtx.Err() != nil:
+		return session.ExecResult{}, fmt.Errorf("%w: the agent did not finish command %s within %d ms of its timeout", ErrUnavailable, id, req.TimeoutMS)
+	case errors.Is(err, ErrUnavailable) && id != "":
+		c.log.Info("connection lost during a command; waiting for it again", "session_id", req.Session, "command_id", id, "err", err)
+		return c.Wait(callCtx, req.Session, id)
+	case errors.Is(err, ErrUnavailable):
+		// The connection broke before the agent said the command's id (a
+		// command that kills the agent at once, or an agent that died as
+		// the call went out): if the session started it, it is its newest
+		// command; if it certainly did not, the call is made again.
+		id, known := c.findStarted(callCtx, req, sent)
+		switch {
+		case id != "":
+			c.log.Info("connection lost as a command started; waiting for it", "session_id", req.Session, "command_id", id, "err", err)
+			return c.Wait(callCtx, req.Session, id)
+		case known:
+			c.log.Info("connection lost before a command started; sending it again", "session_id", req.Session, "err", err)
+			_, err = c.call(callCtx, mExec, req, &out, o)
+			if err == nil {
+				return out.Session(), nil
+			}
+		}
+	}
+	return session.ExecResult{}, err
+}
+
+// findStarted looks for the command req started at or after sent: the
+// session's newest command with its text. known says the session's
+// history could be read (so "" means it did not start). It gives up
+// quickly: an agent that does not answer this does not deserve long.
+func (c *Client) findStarted(ctx context.Context, req ExecRequest, sent time.Time) (id string, known bool) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	inf, err := c.Session(ctx, req.Session)
+	if errors.Is(err, session.ErrNotFound) {
+		return "", true
+	}
+	if err != nil {
+		return "", false
+	}
+	if inf.Commands == 0 {
+		return "", true
+	}
+	hist, err := c.History(ctx, req.Session, uint64(max(inf.Commands-1, 0)), 1)
+	if err != nil || len(hist) != 1 {
+		return "", false
+	}
+	last := hist[0]
+	if last.Command != req.Command || last.StartedAt.Before(sent.Add(-time.Second)) {
+		return "", true
+	}
+	return last.ID, true
+}
+
+// execDeadline bounds waiting for a command with a timeout: its timeout
+// plus time for the stop to escalate.
+func (c *Client) execDeadline(ctx context.Context, timeoutMS int64) (context.Context, context.CancelFunc) {
+	if timeoutMS <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond+time.Minute)
+}
+
+// stopAndWait stops a command whose caller left and waits (bounded) for
+// its result.
+func (c *Client) stopAndWait(sid, id string, cause error) (session.ExecResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if id == "" {
+		// It was cancelled before the agent said the command's id: the
+		// command running now in the session is it.
+		inf, err := c.Session(ctx, sid)
+		if err != nil || inf.Running == "" {
+			return session.ExecResult{}, cause
+		}
+		id = inf.Running
+	}
+	if err := c.Signal(ctx, sid, id, "INT"); err != nil && !errors.Is(err, session.ErrNotRunning) {
+		return session.ExecResult{CommandID: id}, cause
+	}
+	res, err := c.Wait(ctx, sid, id)
+	if err != nil {
+		return session.ExecResult{CommandID: id}, cause
+	}
+	return res, cause
+}
+
+// Wait waits for a command's result.
+func (c *Client) Wait(ctx context.Context, sid, cid string) (session.ExecResult, error) {
+	var out ExecResult
+	_, err := c.call(ctx, mWait, commandRef{Session: sid, Command: cid}, &out, callOpts{long: true, headLimit: c.resultLimit()})
+	if err != nil {
+		return session.ExecResult{}, err
+	}
+	return out.Session(), nil
+}
+
+// Signal sends a signal (INT, TERM, KILL, HUP, QUIT, USR1, USR2) to a
+// running command.
+func (c *Client) Signal(ctx context.Context, sid, cid, sig string) error {
+	_, err := c.call(ctx, mSignal, signalRequest{Session: sid, Command: cid, Signal: sig}, nil, callOpts{})
+	return err
+}
+
+// OutputStream is a command's output being read.
+type OutputStream struct {
+	io.ReadCloser
+	// Size is the stream's size when the command had finished (else -1).
+	Size int64
+}
+
+// Output reads a command's output from req.Offset: what is there (up to
+// req.Limit), or everything until the command ends with req.Follow. The
+// caller closes it.
+func (c *Client) Output(ctx context.Context, req OutputRequest) (*OutputStream, error) {
+	var h outputHead
+	r, err := c.call(ctx, mOutput, req, &h, callOpts{keep: true, long: true, headLimit: 4096})
+	if err != nil {
+		return nil, err
+	}
+	var body io.ReadCloser = r
+	if h.Size >= 0 {
+		// A finished stream: never more than its size from the offset.
+		body = limitedCloser{io.LimitReader(r, max(h.Size-req.Offset, 0)), r}
+	}
+	return &OutputStream{ReadCloser: body, Size: h.Size}, nil
+}
+
+type limitedCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// File is a file being read from the workspace.
+type File struct {
+	io.ReadCloser
+	Info FileInfo
+}
+
+// ReadFile opens a file (relative to /workspace) for reading; a directory
+// answers with its entries instead (File nil).
+func (c *Client) ReadFile(ctx context.Context, path string) (*File, []FileInfo, error) {
+	var h fileHead
+	r, err := c.call(ctx, mFileRead, fileRequest{Path: path}, &h, callOpts{keep: true, long: true, headLimit: 16 << 20})
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.IsDir {
+		r.Close()
+		if h.Entries == nil {
+			h.Entries = []FileInfo{}
+		}
+		return nil, h.Entries, nil
+	}
+	if h.Type != "file" {
+		r.Close()
+		return nil, nil, fmt.Errorf("%w: the agent offered a %q as a file", ErrUnavailable, h.Type)
+	}
+	return &File{ReadCloser: limitedCloser{io.LimitReader(r, h.Size), r}, Info: h.FileInfo}, nil, nil
+}
+
+// ListDir lists a directory.
+func (c *Client) ListDir(ctx context.Context, path string) ([]FileInfo, error) {
+	var out fileInfos
+	_, err := c.call(ctx, mFileList, fileRequest{Path: path}, &out, callOpts{headLimit: 16 << 20})
+	return out, err
+}
+
+// WriteFile writes body (at most max bytes) to a file, atomically.
+func (c *Client) WriteFile(ctx context.Context, path string, body io.Reader, max int64) (FileWriteResult, error) {
+	var out FileWriteResult
+	_, err := c.call(ctx, mFileWrite, fileWriteRequest{Path: path, Max: max}, &out, callOpts{body: body, long: true})
+	return out, err
+}
+
+// DeleteFile removes a file or a directory tree.
+func (c *Client) DeleteFile(ctx context.Context, path string) error {
+	_, err := c.call(ctx, mFileDelete, fileRequest{Path: path}, nil, callOpts{})
+	return err
+}
+
+// GitInit makes /workspace the workspace's own repository.
+func (c *Client) GitInit(ctx context.Context, req GitInitRequest) error {
+	_, err := c.call(ctx, mGitInit, req, nil, callOpts{long: true})
+	return err
+}
+
+// GitState returns the workspace repository's head and a snapshot commit
+// of its uncommitted work.
+func (c *Client) GitState(ctx context.Context) (GitState, error) {
+	var out GitState
+	_, err := c.call(ctx, mGitState, struct{}{}, &out, callOpts{long: true})
+	return out, err
+}
+
+// GitCommit commits everything uncommitted in the workspace.
+func (c *Client) GitCommit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error) {
+	var out GitCommitResult
+	_, err := c.call(ctx, mGitCommit, req, &out, callOpts{long: true})
+	return out, err
+}
+
+// GitPack streams a pack of what want reaches and have does not. The
+// caller bounds how much it reads.
+func (c *Client) GitPack(ctx context.Context, want, have []string) (io.ReadCloser, error) {
+	for _, id := range append(append([]string{}, want...), have...) {
+		if !validObjectID(id) {
+			return nil, fmt.Errorf("%w: %q is not an object id", session.ErrInvalid, id)
+		}
+	}
+	r, err := c.call(ctx, mGitPack, gitPackRequest{Want: want, Have: have}, nil, callOpts{keep: true, long: true, headLimit: 4096})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,396 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/patina-dev/patina/session"
+)
+
+// Methods of the agent protocol.
+const (
+	mHello         = "hello"
+	mSessionCreate = "session.create"
+	mSessionList   = "session.list"
+	mSessionGet    = "session.get"
+	mSessionRemove = "session.remove"
+	mSessionRevive = "session.revive"
+	mSessionEnv    = "session.env"
+	mHistory       = "session.history"
+	mCommand       = "command.get"
+	mExec          = "exec"
+	mWait          = "wait"
+	mSignal        = "signal"
+	mOutput        = "output"
+	mFileRead      = "file.read"
+	mFileList      = "file.list"
+	mFileWrite     = "file.write"
+	mFileDelete    = "file.delete"
+	mGitInit       = "git.init"
+	mGitState      = "git.state"
+	mGitCommit     = "git.commit"
+	mGitPack       = "git.pack"
+)
+
+// ProtocolVersion is sent in hello; an agent of another version is
+// restarted with the sidecar's binary.
+const ProtocolVersion = 1
+
+// SocketName is the abstract unix socket the agent listens on, in its
+// container's network namespace.
+const SocketName = "@patina-agent"
+
+// Limits of the protocol, on both sides.
+const (
+	// MaxHistoryPage is the most history records one call returns, and
+	// historyPageBytes about the most bytes (at least one record).
+	MaxHistoryPage   = 1000
+	historyPageBytes = 2 << 20
+	// MaxListEntries is the most entries a directory listing returns.
+	MaxListEntries = 50_000
+	// maxMessage bounds an error message and other free text from the peer.
+	maxMessage = 8 << 10
+)
+
+// call is a stream header.
+type call struct {
+	Method string          `json:"m"`
+	Args   json.RawMessage `json:"a,omitempty"`
+}
+
+// head is one line of an answer: a progress note (ID), the result (R) or
+// the error (E). The last line has R or E.
+type head struct {
+	ID string          `json:"id,omitempty"`
+	R  json.RawMessage `json:"r,omitempty"`
+	E  *wireError      `json:"e,omitempty"`
+}
+
+// wireError is an error as it crosses the wire.
+type wireError struct {
+	Code     string `json:"code"`
+	Msg      string `json:"msg"`
+	ExitCode *int   `json:"exit_code,omitempty"` // "ended"
+	Reason   string `json:"reason,omitempty"`    // "ended"
+	Session  string `json:"session,omitempty"`   // "ended"
+}
+
+// Error codes on the wire.
+const (
+	codeNotFound     = "not_found"
+	codeExists       = "exists"
+	codeBusy         = "busy"
+	codeEnded        = "ended"
+	codeClosed       = "closed"
+	codeNotRunning   = "not_running"
+	codeInvalid      = "invalid"
+	codeLocked       = "locked"
+	codeEscapes      = "escapes"
+	codeTooLarge     = "too_large"
+	codeUnauthorized = "unauthorized"
+	codeConflict     = "conflict"
+	codeInternal     = "internal"
+)
+
+// Errors of this package; session's sentinels (ErrNotFound, ErrBusy,
+// ErrEnded as *session.EndedError, ...) cross the wire as themselves.
+var (
+	// ErrUnavailable: the agent cannot be reached, or answered something
+	// that is not a valid answer. Only its workspace is affected.
+	ErrUnavailable = errors.New("workspace agent unavailable")
+	// ErrEscapes: a file path leaves the workspace (by .. or a symlink).
+	ErrEscapes = errors.New("path escapes the workspace")
+	// ErrTooLarge: a file or body over the limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrConflict: a git operation inside the workspace could not be done
+	// as asked (e.g. no commit to record).
+	ErrConflict = errors.New("conflict")
+)
+
+// wireCodes pairs each wire code with the sentinel it stands for, both
+// ways; "ended" (a *session.EndedError) and "unauthorized" are apart.
+var wireCodes = []struct {
+	code string
+	err  error
+}{
+	{codeNotFound, session.ErrNotFound},
+	{codeExists, session.ErrExists},
+	{codeBusy, session.ErrBusy},
+	{codeClosed, session.ErrClosed},
+	{codeNotRunning, session.ErrNotRunning},
+	{codeInvalid, session.ErrInvalid},
+	{codeLocked, session.ErrLocked},
+	{codeEscapes, ErrEscapes},
+	{codeTooLarge, ErrTooLarge},
+	{codeConflict, ErrConflict},
+}
+
+// encodeError turns an error into its wire form (agent side).
+func encodeError(err error) *wireError {
+	we := &wireError{Code: codeInternal, Msg: err.Error()}
+	var ended *session.EndedError
+	if errors.As(err, &ended) {
+		code := ended.ExitCode
+		we.Code, we.ExitCode, we.Reason, we.Session = codeEnded, &code, ended.Reason, ended.Session
+		return we
+	}
+	for _, c := range wireCodes {
+		if errors.Is(err, c.err) {
+			we.Code = c.code
+			break
+		}
+	}
+	return we
+}
+
+// decodeError turns a wire error back into an error wrapping the matching
+// sentinel (sidecar side). The message is the agent's: untrusted text,
+// shortened and made printable.
+func decodeError(we *wireError) error {
+	msg := cleanText(we.Msg, maxMessage)
+	switch we.Code {
+	case codeEnded:
+		code := -1
+		if we.ExitCode != nil && *we.ExitCode >= -1 && *we.ExitCode <= 255 {
+			code = *we.ExitCode
+		}
+		sid := we.Session
+		if session.ValidateID(sid) != nil {
+			sid = "?"
+		}
+		return &session.EndedError{Session: sid, ExitCode: code, Reason: cleanText(we.Reason, 1024)}
+	case codeUnauthorized:
+		return fmt.Errorf("%w: the agent refused the sidecar's token: %s", ErrUnavailable, msg)
+	}
+	for _, c := range wireCodes {
+		if c.code == we.Code {
+			// The agent's message starts with the sentinel's text, which the
+			// wrapping repeats: say it once.
+			return fmt.Errorf("%w: %s", c.err, strings.TrimPrefix(msg, c.err.Error()+": "))
+		}
+	}
+	return fmt.Errorf("agent: %s", msg)
+}
+
+// cleanText makes text from the peer safe to show: valid UTF-8, no control
+// characters but newline and tab, at most max bytes.
+func cleanText(s string, max int) string {
+	if len(s) > max {
+		s = s[:max]
+		for len(s) > 0 && !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// HelloRequest opens a connection.
+type HelloRequest struct {
+	Token       string `json:"token"`
+	WorkspaceID string `json:"workspace_id"`
+	Protocol    int    `json:"protocol"`
+}
+
+// Hello is the agent's answer: who it is.
+type Hello struct {
+	WorkspaceID string    `json:"workspace_id"`
+	Protocol    int       `json:"protocol"`
+	Version     string    `json:"version"`
+	PID         int       `json:"pid"`
+	StartedAt   time.Time `json:"started_at"`
+	// Sessions is how many sessions the agent found at its start, and
+	// Live how many of them still had a shell.
+	Sessions int `json:"sessions"`
+	Live     int `json:"live"`
+}
+
+// CreateSessionRequest creates a session.
+type CreateSessionRequest struct {
+	ID  string            `json:"id,omitempty"`
+	Cwd string            `json:"cwd,omitempty"`
+	Env map[string]string `json:"env,omitempty"`
+}
+
+type sessionRef struct {
+	Session string `json:"sid"`
+}
+
+// ReviveRequest gives ended sessions a new shell with their last state.
+type ReviveRequest struct {
+	// Session names one; empty: every ended session.
+	Session string `json:"sid,omitempty"`
+}
+
+type setEnvRequest struct {
+	Session string            `json:"sid"`
+	Env     map[string]string `json:"env,omitempty"`
+	Unset   []string          `json:"unset,omitempty"`
+}
+
+type historyRequest struct {
+	Session string `json:"sid"`
+	After   uint64 `json:"after,omitempty"` // command ids after this one
+	Limit   int    `json:"limit,omitempty"`
+}
+
+type commandRef struct {
+	Session string `json:"sid"`
+	Command string `json:"cid"`
+}
+
+// ExecRequest runs a command in a session. The command's stdin, if any,
+// is the stream's body.
+type ExecRequest struct {
+	Session string `json:"sid"`
+	Command string `json:"command"`
+	// TimeoutMS stops the command after this long (0: never).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Stdin says the body is the command's stdin (else it reads EOF).
+	Stdin bool `json:"stdin,omitempty"`
+	// Async returns the command's id at once.
+	Async bool `json:"async,omitempty"`
+	// Ensure creates the session (in Cwd) if it does not exist.
+	Ensure bool   `json:"ensure,omitempty"`
+	Cwd    string `json:"cwd,omitempty"`
+}
+
+// Output is one stream of an ExecResult (session.Output on the wire).
+type Output struct {
+	Data      []byte `json:"data,omitempty"`
+	Tail      []byte `json:"tail,omitempty"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// ExecResult is session.ExecResult on the wire.
+type ExecResult struct {
+	CommandID     string    `json:"command_id"`
+	ExitCode      int       `json:"exit_code"`
+	Stdout        Output    `json:"stdout"`
+	Stderr        Output    `json:"stderr"`
+	TimedOut      bool      `json:"timed_out,omitempty"`
+	Interrupted   bool      `json:"interrupted,omitempty"`
+	Ended         bool      `json:"ended,omitempty"`
+	ShellReplaced bool      `json:"shell_replaced,omitempty"`
+	Notice        string    `json:"notice,omitempty"`
+	Cwd           string    `json:"cwd,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	EndedAt       time.Time `json:"ended_at"`
+}
+
+func wireResult(r session.ExecResult) ExecResult {
+	out := func(o session.Output) Output {
+		return Output{Data: o.Data, Tail: o.Tail, Size: o.Size, Truncated: o.Truncated}
+	}
+	return ExecResult{
+		CommandID: r.CommandID, ExitCode: r.ExitCode, Stdout: out(r.Stdout), Stderr: out(r.Stderr),
+		TimedOut: r.TimedOut, Interrupted: r.Interrupted, Ended: r.Ended, ShellReplaced: r.ShellReplaced,
+		Notice: r.Notice, Cwd: r.Cwd, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
+	}
+}
+
+// Session converts back to the session package's type.
+func (r ExecResult) Session() session.ExecResult {
+	out := func(o Output) session.Output {
+		return session.Output{Data: o.Data, Tail: o.Tail, Size: o.Size, Truncated: o.Truncated}
+	}
+	return session.ExecResult{
+		CommandID: r.CommandID, ExitCode: r.ExitCode, Stdout: out(r.Stdout), Stderr: out(r.Stderr),
+		TimedOut: r.TimedOut, Interrupted: r.Interrupted, Ended: r.Ended, ShellReplaced: r.ShellReplaced,
+		Notice: r.Notice, Cwd: r.Cwd, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
+	}
+}
+
+type asyncResult struct {
+	CommandID string `json:"command_id"`
+}
+
+type signalRequest struct {
+	Session string `json:"sid"`
+	Command string `json:"cid"`
+	Signal  string `json:"signal"`
+}
+
+// OutputRequest reads a command's output from Offset: up to Limit bytes
+// (0: to the current end), or live until the command ends with Follow.
+type OutputRequest struct {
+	Session string `json:"sid"`
+	Command string `json:"cid"`
+	Stream  string `json:"stream"`
+	Offset  int64  `json:"offset"`
+	Limit   int64  `json:"limit,omitempty"`
+	Follow  bool   `json:"follow,omitempty"`
+}
+
+type fileRequest struct {
+	Path string `json:"path"`
+}
+
+// FileInfo describes a file or directory entry.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Type    string    `json:"type"` // file, dir, symlink, other
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"` // fs.FileMode bits
+	ModTime time.Time `json:"mod_time"`
+}
+
+// FileWriteRequest writes a file from the stream's body.
+type fileWriteRequest struct {
+	Path string `json:"path"`
+	// Max is the most bytes the body may hold.
+	Max int64 `json:"max"`
+}
+
+// FileWriteResult says what a write did.
+type FileWriteResult struct {
+	Size    int64 `json:"size"`
+	Created bool  `json:"created"`
+}
+
+// GitInitRequest makes /workspace the workspace's own repository.
+type GitInitRequest struct {
+	Branch     string   `json:"branch"`
+	Base       string   `json:"base"`
+	Alternates []string `json:"alternates,omitempty"`
+	KeepFiles  bool     `json:"keep_files,omitempty"`
+	UserName   string   `json:"user_name,omitempty"`
+	UserEmail  string   `json:"user_email,omitempty"`
+}
+
+// GitState is where the workspace's repository is.
+type GitState struct {
+	Head     string `json:"head"`
+	Branch   string `json:"branch,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+	Dirty    bool   `json:"dirty,omitempty"`
+}
+
+// GitCommitRequest commits everything uncommitted in the workspace.
+type GitCommitRequest struct {
+	Message     string `json:"message"`
+	AuthorName  string `json:"author_name,omitempty"`
+	AuthorEmail string `json:"author_email,omitempty"`
+}
+
+// GitCommitResult says what a commit did.
+type GitCommitResult struct {
+	Commit    string `json:"commit"`
+	Committed bool   `json:"committed"`
+}
+
+type gitPackRequest struct {
+	Want []string `json:"want"`
+	Have []string `json:"have,omitempty"`
+}

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/patina-dev/patina/session"
+)
+
+// TokenEnv carries the agent's token from the sidecar (docker exec's
+// environment); Run removes it from the environment before any shell
+// starts.
+const TokenEnv = "PATINA_AGENT_TOKEN"
+
+// RunConfig is `patina agent serve`.
+type RunConfig struct {
+	WorkspaceID string
+	StateDir    string // default /.patina/state
+	Workdir     string // default /workspace
+	Socket      string // default SocketName
+	// Takeover kills an agent that holds the socket already.
+	Takeover bool
+	Version  string
+	// Git runs the workspace's repository (default WorkspaceGit).
+	Git func(workdir string, log *slog.Logger) Git
+	// GitName and GitEmail are set as the container's system-wide git
+	// identity unless it has one, so `git commit` works inside.
+	GitName, GitEmail string
+}
+
+// Run is the agent process: it takes the token from the environment,
+// listens on the abstract socket, opens the sessions and serves until
+// SIGTERM or SIGINT. Its log is <state-dir>/agent.log, rotated at 1 MiB.
+func Run(ctx context.Context, cfg RunConfig) error {
+	if cfg.WorkspaceID == "" {
+		return errors.New("agent: a workspace id is required")
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = "/.patina/state"
+	}
+	if cfg.Workdir == "" {
+		cfg.Workdir = "/workspace"
+	}
+	if cfg.Socket == "" {
+		cfg.Socket = SocketName
+	}
+	token := os.Getenv(TokenEnv)
+	if token == "" {
+		return fmt.Errorf("agent: %s is not set", TokenEnv)
+	}
+	// The shells inherit this environment: not the token.
+	_ = os.Unsetenv(TokenEnv)
+	// A small footprint: an agent lives in every workspace.
+	debug.SetGCPercent(50)
+	debug.SetMemoryLimit(48 << 20)
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return err
+	}
+	logw := &rotatingLog{path: filepath.Join(cfg.StateDir, "agent.log"), max: 1 << 20}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ln, err := listen(ctx, cfg.Socket, cfg.Takeover, log)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	scfg := ServerConfig{
+		WorkspaceID: cfg.WorkspaceID,
+		Token:       token,
+		StateDir:    cfg.StateDir,
+		Workdir:     cfg.Workdir,
+		Version:     cfg.Version,
+		Logger:      log,
+	}
+	if cfg.Git == nil {
+		cfg.Git = WorkspaceGit
+	}
+	scfg.Git = cfg.Git(cfg.Workdir, log)
+	if cfg.GitName != "" && cfg.GitEmail != "" {
+		gitIdentity(ctx, cfg.GitName, cfg.GitEmail, log)
+	}
+	// An agent being taken over may hold the sessions' lock a moment more.
+	var srv *Server
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		srv, err = NewServer(ctx, scfg)
+		if err == nil || !cfg.Takeover || time.Now().After(deadline) || !errors.Is(err, session.ErrLocked) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	log.Info("agent serving", "workspace_id", cfg.WorkspaceID, "socket", cfg.Socket, "pid", os.Getpid(), "sessions", srv.hello.Sessions, "live", srv.hello.Live)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return srv.Serve(ctx, ln)
+}
+
+// gitIdentity gives the container a system-wide git identity unless it has
+// one (best effort: an image without git has none).
+func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for key, val := range map[string]string{"user.name": name, "user.email": email} {
+		if exec.CommandContext(ctx, "git", "config", "--system", "--get", key).Run() == nil {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "git", "config", "--system", key, val).CombinedOutput(); err != nil {
+			log.Debug("set the git identity", "key", key, "err", err, "output", string(out))
+		}
+	}
+}
+
+// listen listens on the abstract socket; with takeover, a process holding
+// it is killed first (it is in this container: its pid is ours to signal).
+func listen(ctx context.Context, name string, takeover bool, log *slog.Logger) (net.Listener, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ln, err := net.Listen("unix", name)
+		if err == nil {
+			return ln, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || !takeover {
+			return nil, fmt.Errorf("agent: listen on %s: %w (another agent runs: --takeover replaces it)", name, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("agent: listen on %s: still in use after killing its holder", name)
+		}
+		if pid := socketHolder(name); pid > 1 && pid != os.Getpid() {
+			log.Warn("taking over the agent socket", "pid", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// socketHolder is the pid of the process listening on an abstract socket
+// (SO_PEERCRED of a connection to it), or 0.
+func socketHolder(name string) int {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: name}); err != nil {
+		return 0
+	}
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return 0
+	}
+	return int(cred.Pid)
+}
+
+// Relay copies in to the agent's socket and the socket to out until either
+// side ends: `patina agent relay`, the exec transport's far end.
+func Relay(socket string, in io.Reader, out io.Writer) error {
+	if socket == "" {
+		socket = SocketName
+	}
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		return fmt.Errorf("connect to the agent: %w", err)
+	}
+	defer c.Close()
+	go func() {
+		_, _ = io.Copy(c, in)
+		if uc, ok := c.(*net.UnixConn); ok {
+			_ = uc.CloseWrite()
+		}
+	}()
+	_, err = io.Copy(out, c)
+	return err
+}
+
+// rotatingLog is a log file that moves to <path>.1 once it reaches max
+// bytes: the agent's log never grows without bound.
+type rotatingLog struct {
+	mu   sync.Mutex
+	path string
+	max  int64
+	f    *os.File
+	size int64
+}
+
+func (l *rotatingLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil || l.size+int64(len(p)) > l.max {
+		if l.f != nil {
+			l.f.Close()
+			_ = os.Rename(l.path, l.path+".1")
+		}
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return len(p), nil // logging never fails the agent
+		}
+		st, _ := f.Stat()
+		l.f, l.size = f, 0
+		if st != nil {
+			l.size = st.Size()
+		}
+	}
+	n, _ := l.f.Write(p)
+	l.size += int64(n)
+	return len(p), nil
+}
+
+// Pause is a workspace container's main process, PID 1: it waits for
+// SIGTERM or SIGINT and reaps the orphans reparented to it. As PID 1 it
+// cannot be killed from inside the container (kill -9 -1 spares it), so
+// the container outlives anything a workspace does to its processes,
+// the agent included.
+func Pause(ctx context.Context) error {
+	debug.SetGCPercent(10)
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case sig := <-sigs:
+			if sig != syscall.SIGCHLD {
+				return nil
+			}
+			for {
+				var ws syscall.WaitStatus
+				pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+				if pid <= 0 || err != nil {
+					break
+				}
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}

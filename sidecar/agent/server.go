@@ -1,0 +1,340 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/mux"
+)
+
+// Git is the workspace's own repository as the agent drives it (the
+// worktree package's Inside); nil refuses git calls.
+type Git interface {
+	Init(ctx context.Context, req GitInitRequest) error
+	State(ctx context.Context) (GitState, error)
+	Commit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error)
+	Pack(ctx context.Context, want, have []string, w io.Writer) error
+}
+
+// ServerConfig configures the agent. Zero values take the defaults noted.
+type ServerConfig struct {
+	// WorkspaceID is the workspace this agent serves; hello must name it.
+	WorkspaceID string
+	// Token must be presented in hello by every connection.
+	Token string
+	// StateDir holds the sessions (default /.patina/state).
+	StateDir string
+	// Workdir is the workspace's files (default /workspace).
+	Workdir string
+	// Version is reported by hello.
+	Version string
+	// Logger (default: discard).
+	Logger *slog.Logger
+	// Env is added to every session's environment.
+	Env []string
+	// OutputLimit is the head and tail of each stream in a result
+	// (default 1 MiB).
+	OutputLimit int
+	// InterruptGrace is session.Config's (default 500 ms).
+	InterruptGrace time.Duration
+	// MaxFileBytes caps a file write (default 256 MiB); MaxStdin an exec's
+	// stdin (default 16 MiB).
+	MaxFileBytes int64
+	MaxStdin     int64
+	// Git runs the workspace's repository (nil: no git calls).
+	Git Git
+	// Launcher starts shells (default session.LocalLauncher).
+	Launcher session.Launcher
+}
+
+// Server is the agent: it owns the workspace's sessions and serves them.
+type Server struct {
+	cfg      ServerConfig
+	log      *slog.Logger
+	sessions *session.Manager
+	hello    Hello
+	sessMu   sync.Mutex // serialises Ensure's create
+
+	connMu sync.Mutex
+	conns  map[*mux.Conn]bool
+	closed bool
+}
+
+// NewServer opens the workspace's sessions (reattaching to those whose
+// shells live) and returns a server ready to Serve.
+func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	if cfg.StateDir == "" {
+		cfg.StateDir = "/.patina/state"
+	}
+	if cfg.Workdir == "" {
+		cfg.Workdir = "/workspace"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = 1 << 20
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 256 << 20
+	}
+	if cfg.MaxStdin <= 0 {
+		cfg.MaxStdin = 16 << 20
+	}
+	if cfg.Launcher == nil {
+		cfg.Launcher = session.LocalLauncher{}
+	}
+	m, err := session.Open(ctx, session.Config{
+		Dir:            filepath.Join(cfg.StateDir, "sessions"),
+		Launcher:       cfg.Launcher,
+		Logger:         cfg.Logger,
+		Env:            cfg.Env,
+		OutputLimit:    cfg.OutputLimit,
+		InterruptGrace: cfg.InterruptGrace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "agent"), sessions: m, conns: map[*mux.Conn]bool{}}
+	s.hello = Hello{WorkspaceID: cfg.WorkspaceID, Protocol: ProtocolVersion, Version: cfg.Version, PID: os.Getpid(), StartedAt: time.Now().UTC()}
+	for _, inf := range m.List() {
+		s.hello.Sessions++
+		if inf.State == session.StateIdle || inf.State == session.StateRunning {
+			s.hello.Live++
+		}
+	}
+	return s, nil
+}
+
+// Close closes every connection (callers see it drop, and reconnect to the
+// next agent), then lets go of the sessions without ending them.
+func (s *Server) Close() error {
+	s.connMu.Lock()
+	s.closed = true
+	conns := make([]*mux.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.connMu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	return s.sessions.Close()
+}
+
+// Serve accepts connections until ctx ends or ln fails.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		go s.ServeConn(ctx, nc)
+	}
+}
+
+// ServeConn serves one connection until it closes.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
+	conn := mux.Server(nc, mux.Config{MaxStreams: 1024, Logger: s.log})
+	defer conn.Close()
+	s.connMu.Lock()
+	if s.closed {
+		s.connMu.Unlock()
+		return
+	}
+	s.conns[conn] = true
+	s.connMu.Unlock()
+	defer func() {
+		s.connMu.Lock()
+		delete(s.conns, conn)
+		s.connMu.Unlock()
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			conn.Close()
+		case <-conn.Done():
+		}
+	}()
+	// The first stream must be hello with the token.
+	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, err := conn.Accept(hctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	if !s.handleHello(st) {
+		return
+	}
+	for {
+		st, err := conn.Accept(ctx)
+		if err != nil {
+			return
+		}
+		go s.serveStream(st)
+	}
+}
+
+func (s *Server) handleHello(st *mux.Stream) bool {
+	defer st.Close()
+	var c call
+	var req HelloRequest
+	if json.Unmarshal(st.Header(), &c) != nil || c.Method != mHello || json.Unmarshal(c.Args, &req) != nil {
+		writeErr(st, &wireError{Code: codeUnauthorized, Msg: "the first call must be hello"})
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(req.Token), []byte(s.cfg.Token)) != 1 || req.WorkspaceID != s.cfg.WorkspaceID {
+		writeErr(st, &wireError{Code: codeUnauthorized, Msg: "wrong token or workspace"})
+		return false
+	}
+	writeResult(st, s.hello)
+	return true
+}
+
+// handler serves one call: args decoded by the handler, the answer written
+// with writeResult/writeErr (or a head then a body).
+type handler func(s *Server, st *mux.Stream, args json.RawMessage) error
+
+var handlers = map[string]handler{
+	mSessionCreate: (*Server).sessionCreate,
+	mSessionList:   (*Server).sessionList,
+	mSessionGet:    (*Server).sessionGet,
+	mSessionRemove: (*Server).sessionRemove,
+	mSessionRevive: (*Server).sessionRevive,
+	mSessionEnv:    (*Server).sessionEnv,
+	mHistory:       (*Server).history,
+	mCommand:       (*Server).command,
+	mExec:          (*Server).exec,
+	mWait:          (*Server).wait,
+	mSignal:        (*Server).signal,
+	mOutput:        (*Server).output,
+	mFileRead:      (*Server).fileRead,
+	mFileList:      (*Server).fileList,
+	mFileWrite:     (*Server).fileWrite,
+	mFileDelete:    (*Server).fileDelete,
+	mGitInit:       (*Server).gitInit,
+	mGitState:      (*Server).gitState,
+	mGitCommit:     (*Server).gitCommit,
+	mGitPack:       (*Server).gitPack,
+}
+
+func (s *Server) serveStream(st *mux.Stream) {
+	defer st.Close()
+	var c call
+	if err := json.Unmarshal(st.Header(), &c); err != nil {
+		writeErr(st, &wireError{Code: codeInvalid, Msg: "bad call header: " + err.Error()})
+		return
+	}
+	h, ok := handlers[c.Method]
+	if !ok {
+		writeErr(st, &wireError{Code: codeInvalid, Msg: fmt.Sprintf("unknown method %q", c.Method)})
+		return
+	}
+	if err := h(s, st, c.Args); err != nil {
+		writeErr(st, encodeError(err))
+	}
+}
+
+// decodeArgs decodes a call's arguments.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: arguments: %v", session.ErrInvalid, err)
+	}
+	return nil
+}
+
+// writeResult answers with v and ends the stream.
+func writeResult(st *mux.Stream, v any) {
+	b, err := resultLine(v)
+	if err != nil {
+		writeErr(st, &wireError{Code: codeInternal, Msg: err.Error()})
+		return
+	}
+	_, _ = st.WriteFinal(b)
+}
+
+// writeHead answers with v and leaves the stream open for a body.
+func writeHead(st *mux.Stream, v any) error {
+	b, err := resultLine(v)
+	if err != nil {
+		return err
+	}
+	_, err = st.Write(b)
+	return err
+}
+
+func resultLine(v any) ([]byte, error) {
+	r, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(head{R: r})
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func writeErr(st *mux.Stream, we *wireError) {
+	b, _ := json.Marshal(head{E: we})
+	_, _ = st.WriteFinal(append(b, '\n'))
+}
+
+// readBody reads a call's body, at most max bytes.
+func readBody(st *mux.Stream, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(bufio.NewReader(st), max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%w: the body is over %d bytes", ErrTooLarge, max)
+	}
+	return b, nil
+}
+
+// streamContext is cancelled when the stream is reset or its connection
+// closes.
+func streamContext(st *mux.Stream) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-st.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// CloseAll ends every session (their shells and processes): what stopping
+// the container does.
+func (s *Server) CloseAll(ctx context.Context) { s.sessions.CloseAll(ctx) }

@@ -1,0 +1,401 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/mux"
+)
+
+func (s *Server) sessionCreate(st *mux.Stream, args json.RawMessage) error {
+	var req CreateSessionRequest
+	if err := decodeArgs(args, &req); err != nil {
+		return err
+	}
+	if req.Cwd == "" {
+		req.Cwd = s.cfg.Workdir
+	}
+	if err := checkSessionCwd(req.Cwd); err != nil {
+		return err
+	}
+	ctx, cancel := streamContext(st)
+	defer cancel()
+	sess, err := s.sessions.Create(ctx, session.CreateRequest{ID: req.ID, Cwd: req.Cwd, Env: req.Env})
+	if err != nil {
+		return err
+	}
+	writeResult(st, sess.Info())
+	return nil
+}
+
+func (s *Server) sessionList(st *mux.Stream, _ json.RawMessage) error {
+	writeResult(st, s.sessions.List())
+	return nil
+}
+
+// sessionNamer is a call's arguments that name a session.
+type sessionNamer interface{ sessionID() string }
+
+func (r sessionRef) sessionID() string     { return r.Session }
+func (r setEnvRequest) sessionID() string  { return r.Session }
+func (r historyRequest) sessionID() string { return r.Session }
+func (r commandRef) sessionID() string     { return r.Session }
+func (r signalRequest) sessionID() string  { return r.Session }
+func (r OutputRequest) sessionID() string  { return r.Session }
+
+// sessionCall decodes a call's arguments into req and finds the session
+// they name.
+func (s *Server) sessionCall(args json.RawMessage, req sessionNamer) (*session.Session, error) {
+	if err := decodeArgs(args, req); err != nil {
+		return nil, err
+	}
+	return s.sessions.Get(req.sessionID())
+}
+
+func (s *Server) sessionGet(st *mux.Stream, args json.RawMessage) error {
+	sess, err := s.sessionCall(args, &sessionRef{})
+	if err != nil {
+		return err
+	}
+	writeResult(st, sess.Info())
+	return nil
+}
+
+func (s *Server) sessionRemove(st *mux.Stream, args json.RawMessage) error {
+	var ref sessionRef
+	if err := decodeArgs(args, &ref); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.sessions.Remove(ctx, ref.Session); err != nil {
+		return err
+	}
+	writeResult(st, struct{}{})
+	return nil
+}
+
+// sessionRevive gives an ended session (or every ended one) a new shell
+// restored from its last snapshot.
+func (s *Server) sessionRevive(st *mux.Stream, args json.RawMessage) error {
+	var req ReviveRequest
+	if err := decodeArgs(args, &req); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ids := []string{req.Session}
+	if req.Session == "" {
+		ids = nil
+		for _, inf := range s.sessions.List() {
+			if inf.State == session.StateEnded {
+				ids = append(ids, inf.ID)
+			}
+		}
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := s.sessions.Revive(ctx, id); err != nil {
+			if req.Session != "" {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		s.log.Warn("revive sessions", "err", errors.Join(errs...))
+	}
+	writeResult(st, s.sessions.List())
+	return nil
+}
+
+func (s *Server) sessionEnv(st *mux.Stream, args json.RawMessage) error {
+	var req setEnvRequest
+	sess, err := s.sessionCall(args, &req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := streamContext(st)
+	defer cancel()
+	if err := sess.SetEnv(ctx, req.Env, req.Unset); err != nil {
+		return err
+	}
+	writeResult(st, sess.Info())
+	return nil
+}
+
+func (s *Server) history(st *mux.Stream, args json.RawMessage) error {
+	var req historyRequest
+	sess, err := s.sessionCall(args, &req)
+	if err != nil {
+		return err
+	}
+	limit := req.Limit
+	if limit <= 0 || limit > MaxHistoryPage {
+		limit = MaxHistoryPage
+	}
+	out := []session.CommandInfo{}
+	size := 0
+	for _, ci := range sess.History() {
+		if n, err := strconv.ParseUint(ci.ID, 10, 64); err != nil || n <= req.After {
+			continue
+		}
+		if len(out) == limit || (len(out) > 0 && size+len(ci.Command) > historyPageBytes) {
+			break
+		}
+		out = append(out, ci)
+		size += len(ci.Command) + 256
+	}
+	writeResult(st, out)
+	return nil
+}
+
+func (s *Server) command(st *mux.Stream, args json.RawMessage) error {
+	var ref commandRef
+	sess, err := s.sessionCall(args, &ref)
+	if err != nil {
+		return err
+	}
+	ci, err := sess.Command(ref.Command)
+	if err != nil {
+		return err
+	}
+	writeResult(st, ci)
+	return nil
+}
+
+// checkSessionCwd refuses a session directory that is not one in this container.
+func checkSessionCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) {
+		return fmt.Errorf("%w: cwd %q is not an absolute path", session.ErrInvalid, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: cwd %s: no such directory in the workspace's container", session.ErrInvalid, cwd)
+	}
+	return nil
+}
+
+// quickWait is how long exec waits for a command before telling the
+// caller its id: a fast command costs one answer, a slow one's id is known
+// early (so a caller that loses the connection can wait for it again).
+const quickWait = 2 * time.Millisecond
+
+// exec runs a command. The command is not tied to the call: if the
+// caller goes away, the command keeps running (the sidecar stops it
+// explicitly when its own client leaves).
+func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
+	var req ExecRequest
+	if err := decodeArgs(args, &req); err != nil {
+		return err
+	}
+	sess, err := s.sessions.Get(req.Session)
+	if errors.Is(err, session.ErrNotFound) && req.Ensure {
+		if req.Cwd != "" {
+			if cerr := checkSessionCwd(req.Cwd); cerr != nil {
+				return cerr
+			}
+		}
+		sess, err = s.ensure(req)
+	}
+	if err != nil {
+		return err
+	}
+	if req.TimeoutMS < 0 || req.TimeoutMS > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return fmt.Errorf("%w: timeout_ms out of range", session.ErrInvalid)
+	}
+	sreq := session.ExecRequest{Command: req.Command, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond}
+	if req.Stdin {
+		if sreq.Stdin, err = readBody(st, s.cfg.MaxStdin); err != nil {
+			return err
+		}
+		if sreq.Stdin == nil {
+			sreq.Stdin = []byte{}
+		}
+	}
+	id, err := sess.Start(context.Background(), sreq)
+	if err != nil {
+		return err
+	}
+	if req.Async {
+		writeResult(st, asyncResult{CommandID: id})
+		return nil
+	}
+	qctx, qcancel := context.WithTimeout(context.Background(), quickWait)
+	res, err := sess.Wait(qctx, id)
+	qcancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		b, _ := json.Marshal(head{ID: id})
+		if _, werr := st.Write(append(b, '\n')); werr != nil {
+			return nil // the caller left; the command runs on
+		}
+		ctx, cancel := streamContext(st)
+		defer cancel()
+		res, err = sess.Wait(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	writeResult(st, wireResult(res))
+	return nil
+}
+
+// ensure creates the session an exec names, once.
+func (s *Server) ensure(req ExecRequest) (*session.Session, error) {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if sess, err := s.sessions.Get(req.Session); err == nil {
+		return sess, nil
+	}
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = s.cfg.Workdir
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.sessions.Create(ctx, session.CreateRequest{ID: req.Session, Cwd: cwd})
+}
+
+func (s *Server) wait(st *mux.Stream, args json.RawMessage) error {
+	var ref commandRef
+	sess, err := s.sessionCall(args, &ref)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := streamContext(st)
+	defer cancel()
+	res, err := sess.Wait(ctx, ref.Command)
+	if err != nil {
+		return err
+	}
+	writeResult(st, wireResult(res))
+	return nil
+}
+
+// Signals a caller may send.
+var signals = map[string]syscall.Signal{
+	"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL,
+	"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+}
+
+func (s *Server) signal(st *mux.Stream, args json.RawMessage) error {
+	var req signalRequest
+	sess, err := s.sessionCall(args, &req)
+	if err != nil {
+		return err
+	}
+	sig, ok := signals[req.Signal]
+	if !ok {
+		return fmt.Errorf("%w: signal %q", session.ErrInvalid, req.Signal)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sess.Signal(ctx, req.Command, sig); err != nil {
+		return err
+	}
+	writeResult(st, struct{}{})
+	return nil
+}
+
+// outputHead precedes a command's output bytes.
+type outputHead struct {
+	// Size is the stream's size when the command has finished (-1 while it
+	// runs).
+	Size int64 `json:"size"`
+}
+
+// output sends a command's output from an offset: the bytes there now (up
+// to Limit), or, with Follow, everything until the command ends.
+func (s *Server) output(st *mux.Stream, args json.RawMessage) error {
+	var req OutputRequest
+	sess, err := s.sessionCall(args, &req)
+	if err != nil {
+		return err
+	}
+	stream := session.Stream(req.Stream)
+	if stream != session.Stdout && stream != session.Stderr {
+		return fmt.Errorf("%w: stream %q (want stdout or stderr)", session.ErrInvalid, req.Stream)
+	}
+	if req.Offset < 0 || req.Limit < 0 {
+		return fmt.Errorf("%w: negative offset or limit", session.ErrInvalid)
+	}
+	ci, err := sess.Command(req.Command)
+	if err != nil {
+		return err
+	}
+	size := int64(-1)
+	if ci.State != session.CommandRunning {
+		size = ci.StdoutBytes
+		if stream == session.Stderr {
+			size = ci.StderrBytes
+		}
+		if req.Offset > size {
+			return fmt.Errorf("%w: offset %d is past the end of %s (%d bytes)", session.ErrInvalid, req.Offset, stream, size)
+		}
+	}
+	ctx, cancel := streamContext(st)
+	defer cancel()
+	if req.Follow {
+		rc, err := sess.Follow(ctx, req.Command, stream, req.Offset)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if err := writeHead(st, outputHead{Size: size}); err != nil {
+			return nil
+		}
+		var r io.Reader = rc
+		if req.Limit > 0 {
+			r = io.LimitReader(rc, req.Limit)
+		}
+		if _, err := io.Copy(st, r); err != nil {
+			st.Reset(err.Error())
+			return nil
+		}
+		_ = st.CloseWrite()
+		return nil
+	}
+	// What is there now, in chunks.
+	first, err := sess.ReadOutput(req.Command, stream, req.Offset, chunk(req.Limit, 0))
+	if err != nil {
+		return err
+	}
+	if err := writeHead(st, outputHead{Size: size}); err != nil {
+		return nil
+	}
+	sent := int64(0)
+	for b := first; len(b) > 0; {
+		if _, err := st.Write(b); err != nil {
+			return nil
+		}
+		sent += int64(len(b))
+		if req.Limit > 0 && sent >= req.Limit {
+			break
+		}
+		if b, err = sess.ReadOutput(req.Command, stream, req.Offset+sent, chunk(req.Limit, sent)); err != nil {
+			st.Reset(err.Error())
+			return nil
+		}
+	}
+	_ = st.CloseWrite()
+	return nil
+}
+
+// chunk is the size of the next read of at most limit bytes (0: no limit)
+// after sent.
+func chunk(limit, sent int64) int {
+	const c = 256 << 10
+	if limit <= 0 || limit-sent > c {
+		return c
+	}
+	return int(limit - sent)
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/patina-dev/patina/sidecar/agent"
+)
+
+func newAgentCmd(a *app) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:   "agent",
+		Short: "Run inside a workspace's container (started by the sidecar)",
+		Long: `The agent runs inside each workspace's container, started by the sidecar from the
+read-only copy of this binary at /.patina/bin/patina. It owns the workspace's
+sessions, files and git repository and serves them to the sidecar on an abstract
+unix socket in the container's network namespace. You do not run these commands
+yourself.`,
+	})
+	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a))
+	return cmd
+}
+
+func newAgentServeCmd(a *app) *cobra.Command {
+	var cfg agent.RunConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the workspace's sessions, files and repository to the sidecar",
+		Long: `Serve the workspace's sessions, files and repository on an abstract unix socket
+(default @patina-agent). The token every connection must present is read from
+the environment variable ` + agent.TokenEnv + `. Sessions live under
+<state-dir>/sessions and survive the agent: a new agent reattaches to the ones
+whose shells still run. With --takeover, an agent that holds the socket but does
+not answer is killed first. The log is <state-dir>/agent.log.`,
+		Example: `  PATINA_AGENT_TOKEN=... /.patina/bin/patina agent serve --workspace-id 3f2a9c01b7e4d5a6 --takeover`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.WorkspaceID == "" {
+				return usagef("--workspace-id is required")
+			}
+			cfg.Version = version
+			return agent.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.WorkspaceID, "workspace-id", "", "the workspace this agent serves (required)")
+	f.StringVar(&cfg.StateDir, "state-dir", "/.patina/state", "where sessions are kept")
+	f.StringVar(&cfg.Workdir, "workdir", "/workspace", "the workspace's files")
+	f.StringVar(&cfg.Socket, "socket", agent.SocketName, "the abstract socket to listen on")
+	f.BoolVar(&cfg.Takeover, "takeover", false, "kill an agent that holds the socket already")
+	f.StringVar(&cfg.GitName, "git-name", "", "the container's git user.name, unless it has one")
+	f.StringVar(&cfg.GitEmail, "git-email", "", "the container's git user.email, unless it has one")
+	return cmd
+}
+
+func newAgentRelayCmd(a *app) *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "relay",
+		Short: "Relay standard input and output to the agent's socket",
+		Long: `Relay standard input and output to the agent's socket: how a sidecar that cannot
+enter the container's network namespace (a remote engine, a sidecar in a
+container) reaches the agent, through docker exec.`,
+		Example: `  docker exec -i patina-3f2a9c01b7e4d5a6 /.patina/bin/patina agent relay`,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return agent.Relay(socket, a.stdin, a.stdout) },
+	}
+	cmd.Flags().StringVar(&socket, "socket", agent.SocketName, "the agent's abstract socket")
+	return cmd
+}
+
+func newAgentPauseCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pause",
+		Short: "A workspace container's main process (PID 1): wait and reap",
+		Long: `Wait until SIGTERM or SIGINT, reaping orphaned processes: a workspace container's
+main process. As PID 1 it cannot be killed from inside the container (kill -9 -1
+spares it), so the container outlives whatever a workspace does to its processes.`,
+		Example: `  /.patina/bin/patina agent pause`,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return agent.Pause(cmd.Context()) },
+	}
+}

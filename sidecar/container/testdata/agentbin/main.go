@@ -1,0 +1,42 @@
+// Command agentbin is a minimal `patina agent` for the container package's
+// tests: serve, relay and pause, as the real binary runs them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/patina-dev/patina/sidecar/agent"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) < 2 || args[0] != "agent" {
+		fmt.Fprintln(os.Stderr, "usage: agentbin agent serve|relay|pause")
+		os.Exit(2)
+	}
+	var err error
+	switch args[1] {
+	case "serve":
+		cfg := agent.RunConfig{Version: "test"}
+		for i := 2; i < len(args); i++ {
+			switch args[i] {
+			case "--workspace-id":
+				i++
+				cfg.WorkspaceID = args[i]
+			case "--takeover":
+				cfg.Takeover = true
+			}
+		}
+		err = agent.Run(context.Background(), cfg)
+	case "relay":
+		err = agent.Relay("", os.Stdin, os.Stdout)
+	case "pause":
+		err = agent.Pause(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

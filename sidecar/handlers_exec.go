@@ -1,0 +1,201 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
+)
+
+func (s *Service) handleExec(w http.ResponseWriter, r *http.Request) {
+	var req client.ExecRequest
+	if err := decode(w, r, &req, s.cfg.MaxBodyBytes, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	ereq, err := execRequest(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id, sid := r.PathValue("id"), r.PathValue("sid")
+	switch {
+	case req.Async:
+		cid, err := s.mgr.StartCommand(r.Context(), id, sid, ereq)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, client.AsyncResult{CommandID: cid})
+	case strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
+		s.execStream(w, r, ereq)
+	default:
+		res, err := s.mgr.Exec(r.Context(), id, sid, ereq)
+		if err != nil {
+			if res.CommandID == "" {
+				writeError(w, err)
+			}
+			return // the client went away; the command was stopped
+		}
+		writeJSON(w, http.StatusOK, execResult(res, true))
+	}
+}
+
+// execRequest converts and checks an API exec request.
+func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
+	out := workspace.ExecRequest{Command: req.Command}
+	if req.Command == "" {
+		return out, fmt.Errorf("%w: command is required", errInvalid)
+	}
+	const maxTimeout = int64(time.Duration(math.MaxInt64) / time.Millisecond)
+	if req.TimeoutMS < 0 || req.TimeoutMS > maxTimeout {
+		return out, fmt.Errorf("%w: timeout_ms must be between 0 (none) and %d", errInvalid, maxTimeout)
+	}
+	out.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	switch {
+	case req.Stdin != nil && req.StdinBase64 != "":
+		return out, fmt.Errorf("%w: give stdin or stdin_base64, not both", errInvalid)
+	case req.Stdin != nil:
+		out.Stdin = []byte(*req.Stdin)
+	case req.StdinBase64 != "":
+		b, err := base64.StdEncoding.DecodeString(req.StdinBase64)
+		if err != nil {
+			return out, fmt.Errorf("%w: stdin_base64: %v", errInvalid, err)
+		}
+		out.Stdin = b
+	}
+	return out, nil // the domain refuses what else is wrong (a NUL byte: 400)
+}
+
+// execResult converts a session result; withOutput false leaves the output
+// fields empty (it was streamed).
+func execResult(res session.ExecResult, withOutput bool) client.ExecResult {
+	out := client.ExecResult{
+		CommandID:       res.CommandID,
+		ExitCode:        res.ExitCode,
+		StdoutBytes:     res.Stdout.Size,
+		StderrBytes:     res.Stderr.Size,
+		StdoutTruncated: res.Stdout.Truncated,
+		StderrTruncated: res.Stderr.Truncated,
+		TimedOut:        res.TimedOut,
+		Interrupted:     res.Interrupted,
+		SessionEnded:    res.Ended,
+		ShellReplaced:   res.ShellReplaced,
+		Notice:          res.Notice,
+		Cwd:             res.Cwd,
+		DurationMS:      float64(res.Duration().Microseconds()) / 1000,
+	}
+	if withOutput {
+		out.Stdout, out.StdoutBase64 = textAndBase64(res.Stdout.Data)
+		out.Stderr, out.StderrBase64 = textAndBase64(res.Stderr.Data)
+		out.StdoutTail, out.StdoutTailB64 = textAndBase64(res.Stdout.Tail)
+		out.StderrTail, out.StderrTailB64 = textAndBase64(res.Stderr.Tail)
+	}
+	return out
+}
+
+// textAndBase64 returns b as text, and also as base64 when it is not valid
+// UTF-8 (the text then has U+FFFD for invalid bytes).
+func textAndBase64(b []byte) (string, string) {
+	if utf8.Valid(b) {
+		return string(b), ""
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), base64.StdEncoding.EncodeToString(b)
+}
+
+// execStream runs a command and streams its output as server-sent events:
+// "stdout" and "stderr" with {"data"|"data_base64", "offset"}, then "exit"
+// with {"result"}. If the client goes away, the command is stopped.
+func (s *Service) execStream(w http.ResponseWriter, r *http.Request, req workspace.ExecRequest) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, fmt.Errorf("streaming is not supported by this connection"))
+		return
+	}
+	id, sid := r.PathValue("id"), r.PathValue("sid")
+	ctx := r.Context()
+	cid, err := s.mgr.StartCommand(ctx, id, sid, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	type chunk struct {
+		stream string
+		data   []byte
+		offset int64
+		end    bool
+	}
+	chunks := make(chan chunk, 16)
+	follow := func(stream string) {
+		defer func() { chunks <- chunk{stream: stream, end: true} }()
+		out, err := s.mgr.Output(ctx, id, workspace.OutputRequest{Session: sid, Command: cid, Stream: stream, Follow: true})
+		if err != nil {
+			return
+		}
+		defer out.Close()
+		var off int64
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := out.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- chunk{stream: stream, data: append([]byte(nil), buf[:n]...), offset: off}:
+				case <-ctx.Done():
+					return
+				}
+				off += int64(n)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	go follow("stdout")
+	go follow("stderr")
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Patina-Command-Id", cid)
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	for open := 2; open > 0; {
+		c := <-chunks
+		if c.end {
+			open--
+			continue
+		}
+		ev := client.StreamEvent{Offset: c.offset}
+		ev.Data, ev.DataBase64 = textAndBase64(c.data)
+		writeEvent(w, c.stream, ev)
+		fl.Flush()
+	}
+	if ctx.Err() != nil {
+		// The client left: stop the command, as a plain exec would.
+		_ = s.mgr.Signal(context.WithoutCancel(ctx), id, sid, cid, "INT")
+		return
+	}
+	res, err := s.mgr.Wait(ctx, id, sid, cid)
+	if err != nil {
+		writeEvent(w, "error", client.StreamEvent{Data: err.Error()})
+		fl.Flush()
+		return
+	}
+	r2 := execResult(res, false)
+	writeEvent(w, "exit", client.StreamEvent{Result: &r2})
+	fl.Flush()
+}
+
+func writeEvent(w io.Writer, event string, ev client.StreamEvent) {
+	b, _ := json.Marshal(ev)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+}

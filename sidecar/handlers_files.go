@@ -1,0 +1,75 @@
+package sidecar
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+// handleFiles serves GET (a file's bytes, or a directory's listing as
+// JSON), PUT (write a file atomically, creating parents) and DELETE on the
+// workspace's directory, through its agent. Paths are relative to
+// /workspace; one that leaves it, by ".." or through a symlink, is refused
+// with 400.
+func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest string) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		f, ents, err := s.mgr.ReadFile(r.Context(), id, rest)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if f == nil {
+			out := make([]client.FileInfo, 0, len(ents))
+			for _, e := range ents {
+				out = append(out, fileInfo(e))
+			}
+			sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+			w.Header().Set("X-Patina-File-Type", "dir")
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+		defer f.Close()
+		w.Header().Set("X-Patina-File-Type", "file")
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Info.Size, 10))
+		w.Header().Set("Last-Modified", f.Info.ModTime.UTC().Format(http.TimeFormat))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = io.Copy(w, f)
+		}
+	case http.MethodPut:
+		res, err := s.mgr.WriteFile(r.Context(), id, rest, http.MaxBytesReader(w, r.Body, s.mgr.MaxFileBytes()))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		code := http.StatusOK
+		if res.Created {
+			code = http.StatusCreated
+		}
+		rel := strings.Trim(rest, "/")
+		writeJSON(w, code, map[string]any{"path": rel, "size": res.Size})
+	case http.MethodDelete:
+		if err := s.mgr.DeleteFile(r.Context(), id, rest); err != nil {
+			writeError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
+		writeError(w, fmt.Errorf("%w: %s on files; use GET, HEAD, PUT or DELETE", errMethod, r.Method))
+	}
+}
+
+func fileInfo(e agent.FileInfo) client.FileInfo {
+	return client.FileInfo{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fs.FileMode(e.Mode).String(), ModTime: e.ModTime}
+}

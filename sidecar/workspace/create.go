@@ -1,0 +1,284 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/distribution/reference"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// Limits a create request may ask for.
+const (
+	maxMemoryMB = 1 << 20 // 1 TiB
+	minCPUs     = 0.01    // Docker's smallest share
+	maxPids     = 1 << 22 // Linux's pid_max ceiling
+)
+
+// validateCreate checks a request and fills in the defaults.
+func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
+	if req.Name != "" {
+		if err := worktree.ValidateName(req.Name); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	if req.Repo == "" && req.Base != "" {
+		return fmt.Errorf("%w: base %q needs a repo", ErrInvalid, req.Base)
+	}
+	if req.Repo != "" && !filepath.IsAbs(req.Repo) {
+		return fmt.Errorf("%w: repo must be an absolute path on the sidecar's machine, got %q", ErrInvalid, req.Repo)
+	}
+	switch req.Network {
+	case "":
+		req.Network = "bridge"
+	case "bridge", "none":
+	default:
+		return fmt.Errorf("%w: network must be \"bridge\" or \"none\", got %q", ErrInvalid, req.Network)
+	}
+	for k, v := range req.Env {
+		if !session.ValidEnvName(k) {
+			return fmt.Errorf("%w: env: %q is not a valid variable name", ErrInvalid, k)
+		}
+		if containsNUL(v) {
+			return fmt.Errorf("%w: env: the value of %s contains a NUL byte", ErrInvalid, k)
+		}
+	}
+	switch {
+	case req.MemoryMB < 0 || (req.MemoryMB > 0 && req.MemoryMB < 6) || req.MemoryMB > maxMemoryMB:
+		return fmt.Errorf("%w: memory_mb must be between 6 (Docker's minimum) and %d, got %d", ErrInvalid, maxMemoryMB, req.MemoryMB)
+	case math.IsNaN(req.CPUs) || req.CPUs < 0 || (req.CPUs > 0 && req.CPUs < minCPUs) || req.CPUs > float64(runtime.NumCPU()):
+		return fmt.Errorf("%w: cpus must be between %g and %d (this machine's CPUs), got %g", ErrInvalid, minCPUs, runtime.NumCPU(), req.CPUs)
+	case req.PidsLimit < 0 || req.PidsLimit > maxPids:
+		return fmt.Errorf("%w: pids_limit must be between 1 and %d, got %d", ErrInvalid, maxPids, req.PidsLimit)
+	}
+	if req.Image != "" {
+		if _, err := reference.ParseNormalizedNamed(req.Image); err != nil {
+			return fmt.Errorf("%w: image %q is not an image reference: %v", ErrInvalid, req.Image, err)
+		}
+	}
+	if req.MemoryMB == 0 {
+		req.MemoryMB = m.cfg.DefaultMemoryMB
+	}
+	if req.CPUs == 0 {
+		req.CPUs = min(m.cfg.DefaultCPUs, float64(runtime.NumCPU()))
+	}
+	if req.PidsLimit == 0 {
+		req.PidsLimit = m.cfg.DefaultPids
+	}
+	if req.Image == "" {
+		req.Image = m.cfg.DefaultImage
+	}
+	if req.Repo != "" && !m.eng.Local() {
+		return fmt.Errorf("%w: repository workspaces need the Docker engine on the sidecar's host (their files and the repository's objects are mounted from it); this sidecar's engine is remote: create a scratch workspace (no repo) there", ErrUnsupported)
+	}
+	return nil
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Create makes a workspace: for a repository, its branch (patina/<name>,
+// at the base commit) and a directory for its files; its container; its
+// agent; and, inside, its own repository. A failure undoes what was done.
+func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest) (client.Workspace, error) {
+	if err := m.validateCreate(&req); err != nil {
+		return client.Workspace{}, err
+	}
+	if req.Name == "" {
+		req.Name = "ws-" + randomHex(4)
+	}
+	if err := m.reserve(req.Name); err != nil {
+		return client.Workspace{}, err
+	}
+	defer m.unreserve(req.Name)
+	// The image first: nothing to undo if it is missing.
+	if err := m.images.Ensure(ctx, req.Image); err != nil {
+		return client.Workspace{}, err
+	}
+	var undo []func()
+	fail := func(err error) (client.Workspace, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return client.Workspace{}, err
+	}
+	cleanup := context.WithoutCancel(ctx)
+
+	md := meta{
+		Format:     formatAgent,
+		Name:       req.Name,
+		Image:      req.Image,
+		Network:    req.Network,
+		MemoryMB:   req.MemoryMB,
+		CPUs:       req.CPUs,
+		PidsLimit:  req.PidsLimit,
+		Env:        req.Env,
+		CreatedAt:  time.Now().UTC(),
+		AgentToken: randomHex(32),
+	}
+	var repo *worktree.Repo
+	if req.Repo != "" {
+		r, err := m.repo(ctx, req.Repo)
+		if err != nil {
+			return fail(fmt.Errorf("%w: repo %s: %v", ErrInvalid, req.Repo, err))
+		}
+		wt, err := r.Create(ctx, worktree.CreateRequest{Name: req.Name, Base: req.Base, Image: req.Image})
+		if errors.Is(err, worktree.ErrNotFound) {
+			err = fmt.Errorf("%w: base: %w", ErrInvalid, err) // a field names nothing: 400, not 404
+		}
+		if err != nil {
+			return fail(err)
+		}
+		undo = append(undo, func() { _ = r.Delete(cleanup, wt.ID, worktree.DeleteRequest{}) })
+		repo = r
+		md.ID = wt.ID
+		md.Repo = wt.Repo
+		md.Branch = wt.Branch
+		md.ObjectDirs = wt.ObjectDirs
+		md.Base = wt.BaseRef
+		if md.Base == "" {
+			md.Base = req.Base
+		}
+		md.BaseCommit = wt.BaseCommit
+		md.Worktree = filepath.Join(r.WorktreesDir(), wt.Name)
+	} else {
+		md.ID = randomHex(8)
+	}
+	w := newWorkspace(m, md)
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return fail(err)
+	}
+	undo = append(undo, func() { _ = os.RemoveAll(w.dir) })
+	if md.Worktree != "" {
+		if err := m.makeWorktreeDir(md.Worktree); err != nil {
+			return fail(err)
+		}
+		undo = append(undo, func() { m.removeWorktreeDir(md.Worktree) })
+	}
+	cid, err := m.eng.Create(ctx, w.spec())
+	if err != nil {
+		return fail(err)
+	}
+	undo = append(undo, func() {
+		_ = m.eng.Remove(cleanup, cid)
+		_ = m.eng.RemoveVolumes(cleanup, md.ID)
+	})
+	w.mu.Lock()
+	w.meta.ContainerID = cid
+	w.repo = repo
+	w.agent = w.newAgentClient()
+	w.mu.Unlock()
+	undo = append(undo, func() { w.release() })
+	if err := w.startAgent(ctx); err != nil {
+		return fail(err)
+	}
+	if repo != nil {
+		if err := w.gitInit(ctx, false); err != nil {
+			return fail(err)
+		}
+	}
+	w.mu.Lock()
+	w.status = client.StatusRunning
+	w.log = newEventLog(w.sink(), m.log)
+	w.mu.Unlock()
+	if err := w.save(ctx); err != nil {
+		return fail(err)
+	}
+	if repo == nil { // the worktree package logs a repository workspace's creation
+		w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s)", md.Name, md.Image)})
+	}
+	close(w.adopted)
+	m.register(w)
+	m.log.Info("workspace created", "workspace_id", md.ID, "name", md.Name, "repo", md.Repo, "container", shortID(cid))
+	return w.view(), nil
+}
+
+// makeWorktreeDir makes a repository workspace's host directory (its
+// parents 0700: no other host user reaches what the workspace writes) and
+// seals it (nosuid, nodev).
+func (m *Manager) makeWorktreeDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	_ = os.Chmod(filepath.Dir(dir), 0o700)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	m.seal(dir)
+	return nil
+}
+
+// seal makes dir nosuid,nodev where this process may mount.
+func (m *Manager) seal(dir string) {
+	if err := container.Seal(dir); err != nil {
+		m.log.Warn("cannot make the worktree nosuid,nodev (its parents stay 0700)", "dir", dir, "err", err)
+	}
+}
+
+// removeWorktreeDir unseals and removes a worktree directory (after its
+// container is gone: nothing writes it any more). RemoveAll never follows
+// a symlink the workspace left.
+func (m *Manager) removeWorktreeDir(dir string) {
+	_ = container.Unseal(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		m.log.Warn("remove the worktree", "dir", dir, "err", err)
+	}
+}
+
+// spec is the workspace's container.
+func (w *workspace) spec() container.Spec {
+	md := w.meta
+	s := container.Spec{
+		WorkspaceID: md.ID,
+		Name:        md.Name,
+		Repo:        md.Repo,
+		Image:       md.Image,
+		Env:         md.Env,
+		MemoryMB:    md.MemoryMB,
+		CPUs:        md.CPUs,
+		PidsLimit:   md.PidsLimit,
+		Network:     md.Network,
+		Files:       md.Worktree,
+	}
+	for i, d := range md.ObjectDirs {
+		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: objectsTarget(i, d), ReadOnly: true})
+	}
+	return s
+}
+
+// objectsTarget is where the i-th object directory of the user's
+// repository is mounted in the container: the first at a fixed place, the
+// others (the repository's own alternates) at their host paths, where the
+// repository's alternates file names them.
+func objectsTarget(i int, hostDir string) string {
+	if i == 0 {
+		return container.RepoObjects
+	}
+	return hostDir
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

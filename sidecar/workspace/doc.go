@@ -1,0 +1,20 @@
+// Package workspace is the sidecar's domain: it keeps the workspaces (one
+// container each, run by an Engine, with patina's agent inside), their
+// sessions (through the agent), their files (through the agent) and, for a
+// repository workspace, their git state (package worktree on the host, the
+// workspace's own repository inside). Manager is the whole API; the HTTP
+// adapter in package sidecar only decodes, calls it and encodes.
+//
+// What the Manager trusts: its own records (<state>/workspaces/<id>/
+// workspace.json), the engine's answers about containers, and the user's
+// repository. What it does not: anything the agent says (package agent
+// validates it), and the workspace's state note (it travels with the
+// repository and is compared with the record, never obeyed for a path,
+// mount or container setting).
+//
+// Liveness: a workspace being adopted at start reports "adopting" while
+// the API already serves others; calls that need it wait for its adoption
+// (bounded by their context and AdoptWait). Lifecycle changes of one
+// workspace are serialised by a lock that honours contexts; nothing holds
+// the Manager's own lock across a Docker or agent call.
+package workspace

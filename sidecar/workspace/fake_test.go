@@ -1,0 +1,327 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/patina-dev/patina/session/sessiontest"
+	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/mux"
+)
+
+// fakeEngine stands in for Docker in the domain's unit tests: a
+// "container" is a directory, and its agent is a real agent.Server run in
+// this process (real bash sessions, real git) on an abstract socket of its
+// own. What cannot run here is the container's isolation itself; the
+// end-to-end tests in tests/ cover that against real Docker.
+type fakeEngine struct {
+	t    *testing.T
+	root string
+	seq  atomic.Int32
+
+	mu         sync.Mutex
+	containers map[string]*fakeContainer
+	// blockInspect makes Inspect of these workspace ids wait for ctx.
+	blockInspect map[string]bool
+	// hostile makes StartAgent of these workspace ids start a fake agent
+	// answering garbage.
+	hostile map[string]bool
+	starts  int
+}
+
+type fakeContainer struct {
+	id, wsid string
+	spec     container.Spec
+	dir      string // the container's files: workspace/ and state/
+	running  bool
+	agent    *fakeAgent
+	procs    *sessiontest.Launcher // every process group started in it
+}
+
+type fakeAgent struct {
+	srv    *agent.Server
+	ln     net.Listener
+	cancel context.CancelFunc
+}
+
+func newFakeEngine(t *testing.T) *fakeEngine {
+	e := &fakeEngine{t: t, root: t.TempDir(), containers: map[string]*fakeContainer{}, blockInspect: map[string]bool{}, hostile: map[string]bool{}}
+	t.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, c := range e.containers {
+			e.stopLocked(c, true)
+		}
+	})
+	return e
+}
+
+func (e *fakeEngine) Local() bool { return true }
+
+func (e *fakeEngine) Create(ctx context.Context, spec container.Spec) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := fmt.Sprintf("c%d-%s", e.seq.Add(1), spec.WorkspaceID)
+	// Volumes outlive containers: keyed by workspace.
+	dir := filepath.Join(e.root, spec.WorkspaceID)
+	for _, d := range []string{"workspace", "state"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	e.containers[id] = &fakeContainer{id: id, wsid: spec.WorkspaceID, spec: spec, dir: dir, running: true, procs: &sessiontest.Launcher{}}
+	return id, nil
+}
+
+func (e *fakeEngine) get(id string) (*fakeContainer, error) {
+	c, ok := e.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, container.ErrNotFound)
+	}
+	return c, nil
+}
+
+func (e *fakeEngine) Start(ctx context.Context, id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, err := e.get(id)
+	if err != nil {
+		return err
+	}
+	c.running = true
+	return nil
+}
+
+// stopLocked ends a container's agent and, with killShells, every process
+// started in it (a container's processes die with it).
+func (e *fakeEngine) stopLocked(c *fakeContainer, killShells bool) {
+	if c.agent != nil {
+		c.agent.cancel()
+		c.agent.ln.Close()
+		if c.agent.srv != nil {
+			c.agent.srv.Close()
+		}
+		c.agent = nil
+	}
+	if killShells {
+		c.procs.KillAll()
+	}
+	c.running = false
+}
+
+func (e *fakeEngine) Stop(ctx context.Context, id string, _ time.Duration) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, err := e.get(id)
+	if err != nil {
+		return err
+	}
+	e.stopLocked(c, true)
+	return nil
+}
+
+func (e *fakeEngine) Remove(ctx context.Context, id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.containers[id]; ok {
+		e.stopLocked(c, true)
+		delete(e.containers, id)
+	}
+	return nil
+}
+
+func (e *fakeEngine) RemoveVolumes(ctx context.Context, wsid string) error {
+	return os.RemoveAll(filepath.Join(e.root, wsid))
+}
+
+func (e *fakeEngine) Inspect(ctx context.Context, id string) (container.State, error) {
+	e.mu.Lock()
+	c, err := e.get(id)
+	block := err == nil && e.blockInspect[c.wsid]
+	e.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return container.State{}, ctx.Err()
+	}
+	if err != nil {
+		return container.State{}, err
+	}
+	return container.State{ID: id, Running: c.running, Status: "running"}, nil
+}
+
+func (e *fakeEngine) List(ctx context.Context) ([]container.Owned, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []container.Owned
+	for _, c := range e.containers {
+		out = append(out, container.Owned{ID: c.id, WorkspaceID: c.wsid, Running: c.running})
+	}
+	return out, nil
+}
+
+func (e *fakeEngine) Watch(ctx context.Context, fn func(string, string, string)) { <-ctx.Done() }
+
+func socketName(cid string) string { return "@patina-fake-engine-" + cid }
+
+func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.AgentStart) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, err := e.get(cid)
+	if err != nil {
+		return err
+	}
+	if !c.running {
+		return errors.New("container not running")
+	}
+	e.starts++
+	if c.agent != nil { // takeover
+		e.stopLocked(c, false)
+		c.running = true
+	}
+	ln, err := net.Listen("unix", socketName(cid))
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	if e.hostile[c.wsid] {
+		go serveGarbage(actx, ln)
+		c.agent = &fakeAgent{ln: ln, cancel: cancel, srv: nil}
+		c.agent.srv, _ = agent.NewServer(actx, agent.ServerConfig{WorkspaceID: "x", Token: "x", StateDir: filepath.Join(c.dir, "hostile-state"), Workdir: filepath.Join(c.dir, "workspace")})
+		return nil
+	}
+	workdir := filepath.Join(c.dir, "workspace")
+	if c.spec.Files != "" {
+		workdir = c.spec.Files
+	}
+	srv, err := agent.NewServer(actx, agent.ServerConfig{
+		WorkspaceID:    a.WorkspaceID,
+		Token:          a.Token,
+		StateDir:       filepath.Join(c.dir, "state"),
+		Workdir:        workdir,
+		InterruptGrace: 200 * time.Millisecond,
+		Launcher:       c.procs,
+		Git:            remapGit{agent.WorkspaceGit(workdir, slog.New(slog.DiscardHandler)), c.spec},
+	})
+	if err != nil {
+		ln.Close()
+		cancel()
+		return err
+	}
+	go srv.Serve(actx, ln)
+	c.agent = &fakeAgent{srv: srv, ln: ln, cancel: cancel}
+	return nil
+}
+
+// remapGit turns the container paths of the object directories into the
+// host paths the fake "container" sees.
+type remapGit struct {
+	agent.Git
+	spec container.Spec
+}
+
+func (g remapGit) Init(ctx context.Context, req agent.GitInitRequest) error {
+	for i, alt := range req.Alternates {
+		for _, m := range g.spec.Mounts {
+			if m.Target == alt {
+				req.Alternates[i] = m.Source
+			}
+		}
+	}
+	return g.Git.Init(ctx, req)
+}
+
+func (e *fakeEngine) DialAgent(ctx context.Context, cid string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", socketName(cid))
+}
+
+// killAgent kills a workspace's agent the way kill -9 does: its
+// connections drop, its shells live on.
+func (e *fakeEngine) killAgent(wsid string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.containers {
+		if c.wsid == wsid && c.agent != nil {
+			e.stopLocked(c, false)
+			c.running = true
+		}
+	}
+}
+
+// removeBehindBack removes a workspace's container as `docker rm -f` would.
+func (e *fakeEngine) removeBehindBack(wsid string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, c := range e.containers {
+		if c.wsid == wsid {
+			e.stopLocked(c, true)
+			delete(e.containers, id)
+		}
+	}
+}
+
+// serveGarbage is a hostile agent: it says hello right, then answers every
+// call with bytes that are not an answer.
+func serveGarbage(ctx context.Context, ln net.Listener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			conn := mux.Server(nc, mux.Config{})
+			defer conn.Close()
+			for {
+				st, err := conn.Accept(ctx)
+				if err != nil {
+					return
+				}
+				go func() {
+					defer st.Close()
+					if strings.Contains(string(st.Header()), `"hello"`) {
+						var req agent.HelloRequest
+						_ = req
+						_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + helloID(st.Header()) + `","protocol":1}}` + "\n"))
+						return
+					}
+					_, _ = io.WriteString(st, "\x00garbage {not json\n")
+					_ = st.CloseWrite()
+				}()
+			}
+		}()
+	}
+}
+
+// helloID pulls the workspace id out of a hello header.
+func helloID(h []byte) string {
+	s := string(h)
+	i := strings.Index(s, `"workspace_id":"`)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(`"workspace_id":"`):]
+	if j := strings.IndexByte(s, '"'); j >= 0 {
+		return s[:j]
+	}
+	return ""
+}
+
+// fakeImages has every image.
+type fakeImages struct{}
+
+func (fakeImages) Ensure(context.Context, string) error { return nil }

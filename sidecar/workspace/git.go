@@ -1,0 +1,202 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// A repository workspace has two repositories: the user's, on the host,
+// which only patina writes (package worktree), and its own, inside the
+// container (/workspace/.git), which the agent runs and which borrows the
+// user's objects read-only. Its branch patina/<name> in the user's
+// repository moves only when patina records the workspace's HEAD: at
+// commit and merge. Diff shows the workspace's HEAD plus its uncommitted
+// work without writing the user's repository.
+
+// agentSource gives the worktree package a workspace's objects, packed by
+// its agent; worktree checks everything it receives.
+type agentSource struct{ c *agent.Client }
+
+func (s agentSource) Pack(ctx context.Context, want, have []string) (io.ReadCloser, error) {
+	return s.c.GitPack(ctx, want, have)
+}
+
+// gitWorkspace resolves a running repository workspace and its agent.
+func (m *Manager) gitWorkspace(ctx context.Context, idOrName string) (*workspace, *worktree.Repo, *agent.Client, error) {
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	w.mu.Lock()
+	repo, name := w.repo, w.meta.Name
+	w.mu.Unlock()
+	if repo == nil {
+		return nil, nil, nil, fmt.Errorf("%w: workspace %s was created without a repo", ErrNoRepository, name)
+	}
+	c, err := w.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Git operations log their own events: write the queued command events
+	// first, so the log stays in order.
+	w.log.flush(ctx)
+	return w, repo, c, nil
+}
+
+// gitInit makes /workspace the workspace's own repository (idempotent:
+// an existing one is kept, its alternates rewritten). keepFiles keeps the
+// files already there (a migrated worktree).
+func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
+	w.mu.Lock()
+	md, c := w.meta, w.agent
+	w.mu.Unlock()
+	alts := make([]string, len(md.ObjectDirs))
+	for i, d := range md.ObjectDirs {
+		alts[i] = objectsTarget(i, d)
+	}
+	base := md.BaseCommit
+	if keepFiles && w.repo != nil {
+		if wt, err := w.repo.Get(ctx, md.ID); err == nil && wt.Head != "" {
+			base = wt.Head
+		}
+	}
+	a := w.m.cfg.GitAuthor
+	err := c.GitInit(ctx, agent.GitInitRequest{
+		Branch: md.Branch, Base: base, Alternates: alts, KeepFiles: keepFiles,
+		UserName: a.Name, UserEmail: a.Email,
+	})
+	if err != nil {
+		return fmt.Errorf("set up the workspace's repository: %w", w.explain(err))
+	}
+	return nil
+}
+
+// Diff shows what the workspace changed against its base: its HEAD's
+// commits plus its uncommitted and untracked work. It writes nothing to
+// the user's repository.
+func (m *Manager) Diff(ctx context.Context, idOrName string) (worktree.Diff, error) {
+	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
+	if err != nil {
+		return worktree.Diff{}, err
+	}
+	st, err := c.GitState(ctx)
+	if err != nil {
+		return worktree.Diff{}, w.explain(err)
+	}
+	return repo.Diff(ctx, w.id(), worktree.DiffRequest{
+		Head: st.Head, Snapshot: st.Snapshot, Source: agentSource{c}, MaxText: m.cfg.DiffLimit,
+	})
+}
+
+// Commit commits everything uncommitted in the workspace (inside its own
+// repository), then records its HEAD: the branch patina/<name> moves to it
+// once its objects are in the user's repository and checked.
+func (m *Manager) Commit(ctx context.Context, idOrName string, req CommitRequest) (CommitResult, error) {
+	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	unlock, err := w.lock(ctx)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	defer unlock()
+	creq := agent.GitCommitRequest{Message: req.Message}
+	if req.Author != nil {
+		creq.AuthorName, creq.AuthorEmail = req.Author.Name, req.Author.Email
+	}
+	res, err := c.GitCommit(ctx, creq)
+	if err != nil {
+		return CommitResult{}, w.explain(err)
+	}
+	if res.Commit == "" {
+		return CommitResult{}, fmt.Errorf("%w: the workspace's repository has no commit", agent.ErrConflict)
+	}
+	if res.Committed {
+		w.log.add(worktree.Event{Kind: worktree.EventCommitted, Message: res.Commit + " " + firstLine(req.Message)})
+		w.log.flush(ctx)
+	}
+	if _, err := repo.Record(ctx, w.id(), worktree.RecordRequest{Head: res.Commit, Source: agentSource{c}}); err != nil {
+		return CommitResult{}, err
+	}
+	return CommitResult{Commit: res.Commit, Committed: res.Committed}, nil
+}
+
+// Merge records the workspace's HEAD (commits made inside with git commit
+// included) and merges the branch into req.Into (default: the branch it
+// came from). With req.Commit, it merges only if the recorded head is that
+// commit: what the caller reviewed. Uncommitted work is left out (said in
+// the result).
+func (m *Manager) Merge(ctx context.Context, idOrName string, req MergeRequest) (MergeResult, error) {
+	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	unlock, err := w.lock(ctx)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer unlock()
+	st, err := c.GitState(ctx)
+	if err != nil {
+		return MergeResult{}, w.explain(err)
+	}
+	if st.Head != "" {
+		if _, err := repo.Record(ctx, w.id(), worktree.RecordRequest{Head: st.Head, Source: agentSource{c}}); err != nil {
+			return MergeResult{}, err
+		}
+	}
+	res, err := repo.Merge(ctx, w.id(), worktree.MergeRequest{Into: req.Into, Commit: req.Commit})
+	if err != nil {
+		return MergeResult{}, err
+	}
+	return MergeResult{MergeResult: res, Uncommitted: st.Dirty}, nil
+}
+
+// Apply stages what Diff shows in the user's main working tree, without
+// committing.
+func (m *Manager) Apply(ctx context.Context, idOrName string) (worktree.ApplyResult, error) {
+	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
+	if err != nil {
+		return worktree.ApplyResult{}, err
+	}
+	unlock, err := w.lock(ctx)
+	if err != nil {
+		return worktree.ApplyResult{}, err
+	}
+	defer unlock()
+	st, err := c.GitState(ctx)
+	if err != nil {
+		return worktree.ApplyResult{}, w.explain(err)
+	}
+	return repo.Apply(ctx, w.id(), worktree.ApplyRequest{Snapshot: st.Snapshot, Source: agentSource{c}})
+}
+
+// Log returns the workspace's log: its note for a repository workspace, a
+// file of the sidecar's for a scratch one.
+func (m *Manager) Log(ctx context.Context, idOrName string) ([]worktree.Event, error) {
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	l := w.log
+	w.mu.Unlock()
+	if l == nil {
+		return nil, nil
+	}
+	return l.read(ctx)
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,230 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// Lifecycle calls bound their Docker work: a workspace whose engine hangs
+// costs its own caller, never a lock held forever.
+const lifecycleTimeout = 2 * time.Minute
+
+// lifecycle runs change on a workspace under its lifecycle lock, with a
+// context that survives the caller's leaving (half a change helps nobody)
+// but not lifecycleTimeout.
+func (m *Manager) lifecycle(ctx context.Context, idOrName string, change func(*workspace, context.Context) error) (*workspace, error) {
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := w.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lifecycleTimeout)
+	defer cancel()
+	return w, change(w, ctx)
+}
+
+// Stop stops the workspace's container; its files, repository, notes and
+// sessions' state stay (Start revives them). The sessions' history stays
+// readable while it is stopped.
+func (m *Manager) Stop(ctx context.Context, idOrName string) (client.Workspace, error) {
+	w, err := m.lifecycle(ctx, idOrName, (*workspace).stop)
+	if err != nil {
+		return client.Workspace{}, err
+	}
+	return w.view(), nil
+}
+
+// stop does Stop's work under the lifecycle lock.
+func (w *workspace) stop(ctx context.Context) error {
+	m := w.m
+	w.mu.Lock()
+	c, status := w.agent, w.status
+	w.meta.Stopped = true
+	w.mu.Unlock()
+	if c != nil && status == client.StatusRunning {
+		w.saveCache(ctx, c)
+	}
+	w.closeAgent()
+	if err := m.eng.Stop(ctx, w.containerID(), m.cfg.StopTimeout); err != nil && !errors.Is(err, container.ErrNotFound) {
+		return fmt.Errorf("stop workspace: %w", err)
+	}
+	w.mu.Lock()
+	w.status = client.StatusStopped
+	w.why = ""
+	w.mu.Unlock()
+	w.logEvent(worktree.Event{Kind: "stopped"})
+	return w.save(ctx)
+}
+
+// closeAgent drops the connection to the agent (the container is going).
+func (w *workspace) closeAgent() {
+	w.mu.Lock()
+	c, watch := w.agent, w.watch
+	w.agent, w.watch = nil, nil
+	w.mu.Unlock()
+	if watch != nil {
+		watch()
+	}
+	if c != nil {
+		c.Close()
+	}
+}
+
+// Start starts a stopped workspace: its container again (recreated if it
+// was removed: its volumes keep the sessions and a scratch workspace's
+// files), a legacy workspace migrated first; its agent; each session a new
+// shell with the state it had.
+func (m *Manager) Start(ctx context.Context, idOrName string) (client.Workspace, error) {
+	w, err := m.lifecycle(ctx, idOrName, (*workspace).start)
+	if err != nil {
+		return client.Workspace{}, fmt.Errorf("start workspace: %w", err)
+	}
+	return w.view(), nil
+}
+
+// start does Start's work under the lifecycle lock.
+func (w *workspace) start(ctx context.Context) error {
+	m := w.m
+	w.mu.Lock()
+	legacy := w.meta.Format < formatAgent
+	w.mu.Unlock()
+	if legacy {
+		if err := w.migrate(ctx); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	md, repo := w.meta, w.repo
+	w.mu.Unlock()
+	if repo == nil && md.Repo != "" {
+		return fmt.Errorf("its repository %s cannot be opened: %s", md.Repo, w.why)
+	}
+	if md.Worktree != "" {
+		if err := m.makeWorktreeDir(md.Worktree); err != nil {
+			return err
+		}
+	}
+	if err := m.images.Ensure(ctx, md.Image); err != nil {
+		return err
+	}
+	st, err := m.eng.Inspect(ctx, md.ContainerID)
+	switch {
+	case errors.Is(err, container.ErrNotFound) || md.ContainerID == "":
+		cid, err := m.eng.Create(ctx, w.spec())
+		if err != nil {
+			return fmt.Errorf("recreate its container: %w", err)
+		}
+		w.mu.Lock()
+		w.meta.ContainerID = cid
+		w.mu.Unlock()
+	case err != nil:
+		return err
+	case !st.Running:
+		if err := m.eng.Start(ctx, md.ContainerID); err != nil {
+			return err
+		}
+	}
+	w.closeAgent()
+	w.mu.Lock()
+	w.agent = w.newAgentClient()
+	w.mu.Unlock()
+	if err := w.startAgent(ctx); err != nil {
+		return err
+	}
+	c, _ := w.agentClient()
+	if w.repo != nil {
+		if err := w.gitInit(ctx, legacy); err != nil {
+			return err
+		}
+	}
+	// Every session's shell ended with the container: give each a new one
+	// with the state of its last snapshot.
+	if _, err := c.Revive(ctx, ""); err != nil {
+		m.log.Warn("revive sessions", "workspace_id", md.ID, "err", err)
+	}
+	w.mu.Lock()
+	w.status = client.StatusRunning
+	w.why = ""
+	w.meta.Stopped = false
+	if w.log == nil {
+		w.log = newEventLog(w.sink(), m.log)
+	}
+	w.mu.Unlock()
+	w.logEvent(worktree.Event{Kind: "started"})
+	return w.save(ctx)
+}
+
+func (w *workspace) agentClient() (*agent.Client, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.agent == nil {
+		return nil, w.stoppedErrLocked()
+	}
+	return w.agent, nil
+}
+
+// logEvent adds an event to the workspace's log, if it has one.
+func (w *workspace) logEvent(ev worktree.Event) {
+	w.mu.Lock()
+	l := w.log
+	w.mu.Unlock()
+	if l != nil {
+		l.add(ev)
+	}
+}
+
+// Delete removes the workspace: its container, its volumes (sessions,
+// scratch files), its worktree directory, its state note and (unless
+// keepBranch) its branch and log note.
+func (m *Manager) Delete(ctx context.Context, idOrName string, keepBranch bool) error {
+	_, err := m.lifecycle(ctx, idOrName, func(w *workspace, ctx context.Context) error { return w.delete(ctx, keepBranch) })
+	return err
+}
+
+// delete does Delete's work under the lifecycle lock.
+func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
+	m := w.m
+	w.mu.Lock()
+	w.deleted = true
+	md, repo, l := w.meta, w.repo, w.log
+	w.mu.Unlock()
+	w.closeAgent()
+	if err := m.eng.Remove(ctx, md.ContainerID); err != nil {
+		m.log.Warn("remove container", "workspace_id", md.ID, "err", err)
+	}
+	if err := m.eng.RemoveVolumes(ctx, md.ID); err != nil {
+		m.log.Warn("remove volumes", "workspace_id", md.ID, "err", err)
+	}
+	if l != nil {
+		l.close()
+	}
+	if repo != nil {
+		if err := repo.Delete(ctx, md.ID, worktree.DeleteRequest{KeepBranch: keepBranch}); err != nil && !errors.Is(err, worktree.ErrNotFound) {
+			w.mu.Lock()
+			w.deleted = false
+			w.mu.Unlock()
+			return fmt.Errorf("delete workspace: %w", err)
+		}
+	}
+	if md.Worktree != "" {
+		m.removeWorktreeDir(md.Worktree)
+	}
+	if err := os.RemoveAll(w.dir); err != nil {
+		m.log.Warn("remove the workspace's directory", "workspace_id", md.ID, "err", err)
+	}
+	m.unregister(w)
+	m.log.Info("workspace deleted", "workspace_id", md.ID, "keep_branch", keepBranch)
+	return nil
+}

@@ -1,0 +1,270 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// DefaultSession is created on first use by an exec.
+const DefaultSession = "default"
+
+// CreateSession starts a session (cwd default /workspace).
+func (m *Manager) CreateSession(ctx context.Context, idOrName string, req agent.CreateSessionRequest) (session.Info, error) {
+	if req.ID != "" {
+		if err := session.ValidateID(req.ID); err != nil {
+			return session.Info{}, err
+		}
+	}
+	w, c, err := m.agentFor(ctx, idOrName) // an empty cwd is the agent's workdir, /workspace
+	if err != nil {
+		return session.Info{}, err
+	}
+	inf, err := c.CreateSession(ctx, req)
+	return inf, w.explain(err)
+}
+
+// Sessions lists a workspace's sessions; while it is stopped, as they were
+// when it stopped.
+func (m *Manager) Sessions(ctx context.Context, idOrName string) ([]session.Info, error) {
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	c, err := w.client()
+	if err != nil {
+		if cache, cerr := w.readCache(); cerr == nil {
+			return cache.Sessions, nil
+		}
+		return nil, err
+	}
+	out, err := c.Sessions(ctx)
+	return out, w.explain(err)
+}
+
+// Session describes one session.
+func (m *Manager) Session(ctx context.Context, idOrName, sid string) (session.Info, error) {
+	if err := session.ValidateID(sid); err != nil {
+		return session.Info{}, err
+	}
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return session.Info{}, err
+	}
+	c, err := w.client()
+	if err != nil {
+		if cache, cerr := w.readCache(); cerr == nil {
+			for _, inf := range cache.Sessions {
+				if inf.ID == sid {
+					return inf, nil
+				}
+			}
+			return session.Info{}, fmt.Errorf("%w: session %s", session.ErrNotFound, sid)
+		}
+		return session.Info{}, err
+	}
+	inf, err := c.Session(ctx, sid)
+	if errors.Is(err, session.ErrNotFound) && sid == DefaultSession {
+		err = fmt.Errorf("%w: session %q (it is created on first use)", session.ErrNotFound, sid)
+	}
+	return inf, w.explain(err)
+}
+
+// RemoveSession ends a session and deletes its history.
+func (m *Manager) RemoveSession(ctx context.Context, idOrName, sid string) error {
+	if err := session.ValidateID(sid); err != nil {
+		return err
+	}
+	w, c, err := m.agentFor(ctx, idOrName)
+	if err != nil {
+		return err
+	}
+	return w.explain(c.RemoveSession(ctx, sid))
+}
+
+// SetEnv exports (and unsets) variables in a session.
+func (m *Manager) SetEnv(ctx context.Context, idOrName, sid string, env map[string]string, unset []string) (session.Info, error) {
+	if len(env) == 0 && len(unset) == 0 {
+		return session.Info{}, fmt.Errorf("%w: env (or unset) is required", ErrInvalid)
+	}
+	if err := session.ValidateID(sid); err != nil {
+		return session.Info{}, err
+	}
+	w, c, err := m.sessionClient(ctx, idOrName, sid)
+	if err != nil {
+		return session.Info{}, err
+	}
+	inf, err := c.SetEnv(ctx, sid, env, unset)
+	return inf, w.explain(err)
+}
+
+// sessionClient resolves a running workspace's agent for a session,
+// creating "default" on first use.
+func (m *Manager) sessionClient(ctx context.Context, idOrName, sid string) (*workspace, *agent.Client, error) {
+	w, c, err := m.agentFor(ctx, idOrName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sid == DefaultSession {
+		if _, err := c.CreateSession(ctx, agent.CreateSessionRequest{ID: sid}); err != nil && !errors.Is(err, session.ErrExists) {
+			return nil, nil, w.explain(err)
+		}
+	}
+	return w, c, nil
+}
+
+// History calls fn with the session's commands, oldest first, a page at a
+// time (memory stays bounded however long the history); while the
+// workspace is stopped, as it was when it stopped.
+func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]session.CommandInfo) error) error {
+	if err := session.ValidateID(sid); err != nil {
+		return err
+	}
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return err
+	}
+	c, err := w.client()
+	if err != nil {
+		cache, cerr := w.readCache()
+		if cerr != nil {
+			return err
+		}
+		hist, ok := cache.History[sid]
+		if !ok {
+			return fmt.Errorf("%w: session %s", session.ErrNotFound, sid)
+		}
+		return fn(hist)
+	}
+	var after uint64
+	for {
+		page, err := c.History(ctx, sid, after, agent.MaxHistoryPage)
+		if err != nil {
+			if after == 0 && errors.Is(err, session.ErrNotFound) && sid == DefaultSession {
+				return fn(nil) // not created yet: no commands
+			}
+			return w.explain(err)
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		n, _ := strconv.ParseUint(page[len(page)-1].ID, 10, 64)
+		if n <= after || len(page) < agent.MaxHistoryPage {
+			return nil
+		}
+		after = n
+	}
+}
+
+// Command returns one command's record.
+func (m *Manager) Command(ctx context.Context, idOrName, sid, cid string) (session.CommandInfo, error) {
+	if err := session.ValidateID(sid); err != nil {
+		return session.CommandInfo{}, err
+	}
+	w, err := m.ready(ctx, idOrName)
+	if err != nil {
+		return session.CommandInfo{}, err
+	}
+	c, err := w.client()
+	if err != nil {
+		cache, cerr := w.readCache()
+		if cerr != nil {
+			return session.CommandInfo{}, err
+		}
+		for _, ci := range cache.History[sid] {
+			if ci.ID == cid {
+				return ci, nil
+			}
+		}
+		return session.CommandInfo{}, fmt.Errorf("%w: command %s in session %s", session.ErrNotFound, cid, sid)
+	}
+	ci, err := c.Command(ctx, sid, cid)
+	return ci, w.explain(err)
+}
+
+// historyCache is what a stopped workspace shows of its sessions: saved
+// when it stops, bounded.
+type historyCache struct {
+	SavedAt  time.Time                        `json:"saved_at"`
+	Sessions []session.Info                   `json:"sessions"`
+	History  map[string][]session.CommandInfo `json:"history"`
+}
+
+// maxCachedCommands bounds the history kept per session while stopped.
+const maxCachedCommands = 10_000
+
+const cacheFile = "history.json"
+
+// saveCache asks the agent for the sessions and their history and keeps
+// them for while the workspace is stopped (best effort, bounded in time).
+func (w *workspace) saveCache(ctx context.Context, c *agent.Client) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	infos, err := c.Sessions(ctx)
+	if err != nil {
+		return
+	}
+	hc := historyCache{SavedAt: time.Now().UTC(), Sessions: infos, History: map[string][]session.CommandInfo{}}
+	for _, inf := range infos {
+		var all []session.CommandInfo
+		var after uint64
+		for {
+			page, err := c.History(ctx, inf.ID, after, agent.MaxHistoryPage)
+			if err != nil || len(page) == 0 {
+				break
+			}
+			all = append(all, page...)
+			if len(all) > maxCachedCommands {
+				all = all[len(all)-maxCachedCommands:]
+			}
+			n, _ := strconv.ParseUint(page[len(page)-1].ID, 10, 64)
+			if n <= after || len(page) < agent.MaxHistoryPage {
+				break
+			}
+			after = n
+		}
+		hc.History[inf.ID] = all
+	}
+	if err := writeJSONFile(filepath.Join(w.dir, cacheFile), hc); err != nil {
+		w.m.log.Warn("save the sessions' history", "workspace_id", w.id(), "err", err)
+	}
+}
+
+func (w *workspace) readCache() (historyCache, error) {
+	var hc historyCache
+	b, err := os.ReadFile(filepath.Join(w.dir, cacheFile))
+	if err != nil {
+		return hc, err
+	}
+	return hc, jsonUnmarshal(b, &hc)
+}
+
+// logCommand queues a command for the workspace's log.
+func (w *workspace) logCommand(sid, text string, res session.ExecResult) {
+	w.mu.Lock()
+	l := w.log
+	w.mu.Unlock()
+	if l == nil {
+		return
+	}
+	code := res.ExitCode
+	ev := worktree.Event{Kind: worktree.EventCommand, Message: "[" + sid + "] " + text}
+	if code >= 0 {
+		ev.ExitCode = &code
+	}
+	if res.TimedOut {
+		ev.Message += " (timed out)"
+	}
+	l.add(ev)
+}

@@ -1,0 +1,192 @@
+package workspace
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// Engine runs workspaces' containers (container.Docker).
+type Engine interface {
+	// Local reports whether host directories can be mounted (the engine
+	// runs on the sidecar's host).
+	Local() bool
+	Create(ctx context.Context, spec container.Spec) (string, error)
+	Start(ctx context.Context, id string) error
+	Stop(ctx context.Context, id string, timeout time.Duration) error
+	Remove(ctx context.Context, id string) error
+	RemoveVolumes(ctx context.Context, workspaceID string) error
+	Inspect(ctx context.Context, id string) (container.State, error)
+	List(ctx context.Context) ([]container.Owned, error)
+	Watch(ctx context.Context, fn func(workspaceID, containerID, action string))
+	StartAgent(ctx context.Context, containerID string, a container.AgentStart) error
+	DialAgent(ctx context.Context, containerID string) (net.Conn, error)
+}
+
+// Images makes sure an image is present (pulling or explaining how to
+// build it).
+type Images interface {
+	Ensure(ctx context.Context, ref string) error
+}
+
+// Config configures a Manager. Zero values take the defaults noted.
+type Config struct {
+	// StateDir holds the records, the worktrees and the scratch logs.
+	// Required.
+	StateDir string
+	// DefaultImage is the image of a workspace whose request names none.
+	DefaultImage string
+	// Defaults of the limits (4096 MB, 2 CPUs, 4096 processes).
+	DefaultMemoryMB int64
+	DefaultCPUs     float64
+	DefaultPids     int64
+	// OutputLimit is the head and tail of each stream in a result (1 MiB).
+	OutputLimit int
+	// DiffLimit caps a diff's text (8 MiB).
+	DiffLimit int
+	// MaxFileBytes caps a file upload (256 MiB).
+	MaxFileBytes int64
+	// InterruptGrace is how long a stopped command gets between SIGINT and
+	// SIGKILL (500 ms).
+	InterruptGrace time.Duration
+	// StopTimeout is how long a stopping container gets before SIGKILL (5 s).
+	StopTimeout time.Duration
+	// AdoptWait bounds how long a call waits for its workspace's adoption
+	// (30 s).
+	AdoptWait time.Duration
+	// AgentStartTimeout bounds waiting for a started agent to answer (15 s).
+	AgentStartTimeout time.Duration
+	// GitAuthor signs patina's commits.
+	GitAuthor worktree.Signature
+	// Logger (default: discard).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.DefaultMemoryMB == 0 {
+		c.DefaultMemoryMB = 4096
+	}
+	if c.DefaultCPUs == 0 {
+		c.DefaultCPUs = 2
+	}
+	if c.DefaultPids == 0 {
+		c.DefaultPids = 4096
+	}
+	if c.OutputLimit == 0 {
+		c.OutputLimit = 1 << 20
+	}
+	if c.DiffLimit == 0 {
+		c.DiffLimit = 8 << 20
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = 256 << 20
+	}
+	if c.InterruptGrace == 0 {
+		c.InterruptGrace = 500 * time.Millisecond
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = 5 * time.Second
+	}
+	if c.AdoptWait == 0 {
+		c.AdoptWait = 30 * time.Second
+	}
+	if c.AgentStartTimeout == 0 {
+		c.AgentStartTimeout = 15 * time.Second
+	}
+	if c.GitAuthor.Name == "" {
+		c.GitAuthor.Name = "patina"
+	}
+	if c.GitAuthor.Email == "" {
+		c.GitAuthor.Email = "patina@localhost"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Record formats: what a workspace.json describes.
+const (
+	// formatLegacy: sessions driven on the host, the user's git dir mounted
+	// (before the agent). Adopted stopped, migrated at start.
+	formatLegacy = 1
+	// formatAgent: the agent inside, the workspace's own repository.
+	formatAgent = 2
+)
+
+// meta is workspace.json: the sidecar's own record of a workspace, the only
+// source of paths, mounts and container settings.
+type meta struct {
+	Format     int               `json:"format,omitempty"`
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Repo       string            `json:"repo,omitempty"`
+	Branch     string            `json:"branch,omitempty"`
+	Worktree   string            `json:"worktree"`
+	ObjectDirs []string          `json:"object_dirs,omitempty"`
+	Base       string            `json:"base,omitempty"`
+	BaseCommit string            `json:"base_commit,omitempty"`
+	Image      string            `json:"image"`
+	Network    string            `json:"network"`
+	MemoryMB   int64             `json:"memory_mb"`
+	CPUs       float64           `json:"cpus"`
+	PidsLimit  int64             `json:"pids_limit"`
+	Env        map[string]string `json:"env,omitempty"`
+	// ContainerID is the current container.
+	ContainerID string    `json:"container_id,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	// Stopped: a user stopped it (a dead container is then expected).
+	Stopped bool `json:"stopped,omitempty"`
+	// AgentToken authenticates the sidecar to the workspace's agent.
+	AgentToken string `json:"agent_token,omitempty"`
+	// Legacy (format 1) fields, kept to migrate.
+	GitCommonDir string `json:"git_common_dir,omitempty"`
+	GitDir       string `json:"git_dir,omitempty"`
+}
+
+// ExecRequest runs one command.
+type ExecRequest struct {
+	Command string
+	// Timeout stops the command (0: never).
+	Timeout time.Duration
+	// Stdin is the command's input; nil: EOF.
+	Stdin []byte
+}
+
+// OutputRequest reads a command's stdout or stderr.
+type OutputRequest struct {
+	Session, Command string
+	Stream           string // stdout or stderr
+	Offset           int64
+	Follow           bool
+}
+
+// CommitRequest commits everything uncommitted in a workspace.
+type CommitRequest struct {
+	Message string
+	Author  *worktree.Signature
+}
+
+// CommitResult says what a commit did.
+type CommitResult struct {
+	Commit    string
+	Committed bool
+}
+
+// MergeRequest merges a workspace's branch.
+type MergeRequest struct {
+	Into string
+	// Commit pins what the caller reviewed (Diff's Commit).
+	Commit string
+}
+
+// MergeResult says what a merge did.
+type MergeResult struct {
+	worktree.MergeResult
+	// Uncommitted: the workspace has work not committed, left out.
+	Uncommitted bool
+}

@@ -1,0 +1,437 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// workspace is one workspace: its record, its repository (nil for a
+// scratch workspace), the client of its agent.
+type workspace struct {
+	m   *Manager
+	dir string // <state>/workspaces/<id>
+
+	// life serialises lifecycle changes (start, stop, delete, git writes):
+	// a one-slot channel, so waiting for it honours contexts.
+	life chan struct{}
+	// adopted is closed once adoption is over.
+	adopted chan struct{}
+
+	mu      sync.Mutex
+	meta    meta
+	repo    *worktree.Repo
+	agent   *agent.Client
+	status  string
+	why     string // why it is stopped, when nobody asked
+	notice  string // something the owner should know
+	deleted bool
+	log     *eventLog
+	ag      agentState
+	watch   context.CancelFunc // stops watching the agent's connection
+}
+
+// agentState is what the API says of a workspace's agent.
+type agentState struct {
+	restarts   int
+	recent     []time.Time // restarts in the last minute
+	last       time.Time
+	lastReason string
+	err        string
+	hello      agent.Hello
+}
+
+func newWorkspace(m *Manager, md meta) *workspace {
+	return &workspace{
+		m:       m,
+		dir:     filepath.Join(m.cfg.StateDir, "workspaces", md.ID),
+		life:    make(chan struct{}, 1),
+		adopted: make(chan struct{}),
+		meta:    md,
+	}
+}
+
+// lock takes the lifecycle lock of a workspace that is not deleted.
+func (w *workspace) lock(ctx context.Context) (unlock func(), err error) {
+	select {
+	case w.life <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("workspace %s is busy with another change: %w", w.name(), ctx.Err())
+	}
+	w.mu.Lock()
+	deleted := w.deleted
+	w.mu.Unlock()
+	if deleted {
+		<-w.life
+		return nil, fmt.Errorf("%w: workspace %s was deleted", ErrNotFound, w.name())
+	}
+	return func() { <-w.life }, nil
+}
+
+func (w *workspace) name() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.Name
+}
+
+func (w *workspace) id() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.ID
+}
+
+// waitAdopted waits until the workspace's adoption is over.
+func (w *workspace) waitAdopted(ctx context.Context, max time.Duration) error {
+	select {
+	case <-w.adopted:
+		return nil
+	default:
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-w.adopted:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("%w: workspace %s is still being adopted after %s; try again", ErrAdopting, w.name(), max)
+	}
+}
+
+// runningErr is nil for a running workspace, else why not.
+func (w *workspace) runningErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.deleted:
+		return fmt.Errorf("%w: workspace %s was deleted", ErrNotFound, w.meta.Name)
+	case w.status != client.StatusRunning || w.agent == nil:
+		return w.stoppedErrLocked()
+	}
+	return nil
+}
+
+func (w *workspace) stoppedErrLocked() error {
+	why := "by request"
+	if w.why != "" {
+		why = "because " + w.why
+	}
+	return fmt.Errorf("workspace %s is %w %s; POST /v1/workspaces/%s/start (or `patina ws start %s`) starts it again, keeping its files and its sessions' state",
+		w.meta.Name, ErrStopped, why, w.meta.Name, w.meta.Name)
+}
+
+// client returns the agent client of a running workspace.
+func (w *workspace) client() (*agent.Client, error) {
+	if err := w.runningErr(); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.agent, nil
+}
+
+// view is the workspace's API description.
+func (w *workspace) view() client.Workspace {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	md := w.meta
+	v := client.Workspace{
+		ID:          md.ID,
+		Name:        md.Name,
+		Branch:      md.Branch,
+		Worktree:    md.Worktree,
+		Repo:        md.Repo,
+		Base:        md.Base,
+		BaseCommit:  md.BaseCommit,
+		Status:      w.status,
+		Error:       w.why,
+		Notice:      w.notice,
+		Image:       md.Image,
+		Network:     md.Network,
+		MemoryMB:    md.MemoryMB,
+		CPUs:        md.CPUs,
+		PidsLimit:   md.PidsLimit,
+		Env:         md.Env,
+		ContainerID: md.ContainerID,
+		CreatedAt:   md.CreatedAt,
+	}
+	if w.agent != nil || w.ag.restarts > 0 || w.ag.err != "" {
+		a := &client.AgentStatus{
+			Connected: w.agent != nil && w.agent.Connected(),
+			PID:       w.ag.hello.PID,
+			Version:   w.ag.hello.Version,
+			Restarts:  w.ag.restarts,
+			Error:     w.ag.err,
+		}
+		if !w.ag.hello.StartedAt.IsZero() {
+			t := w.ag.hello.StartedAt
+			a.StartedAt = &t
+		}
+		if !w.ag.last.IsZero() {
+			t := w.ag.last
+			a.LastRestart = &t
+			a.LastRestartReason = w.ag.lastReason
+		}
+		v.Agent = a
+	}
+	return v
+}
+
+// save writes workspace.json (and, for a repository workspace, the state
+// note's meta, which is informational: never read back for a path).
+func (w *workspace) save(ctx context.Context) error {
+	w.mu.Lock()
+	md, repo := w.meta, w.repo
+	w.mu.Unlock()
+	if err := writeJSONFile(filepath.Join(w.dir, metaFile), md); err != nil {
+		return err
+	}
+	if repo != nil && md.Format == formatAgent {
+		note := noteMeta{ID: md.ID, Name: md.Name, Image: md.Image, Network: md.Network, CreatedAt: md.CreatedAt}
+		if b, err := jsonMarshal(note); err == nil {
+			if _, err := repo.SetMeta(ctx, md.ID, b); err != nil {
+				w.m.log.Warn("write the workspace's state note", "workspace_id", md.ID, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+const metaFile = "workspace.json"
+
+// noteMeta is what the sidecar writes in a workspace's state note: for
+// people reading the repository, never read back as a setting.
+type noteMeta struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Image     string    `json:"image"`
+	Network   string    `json:"network"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// markStopped records that the container is gone or dead without a stop
+// request.
+func (w *workspace) markStopped(why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.meta.Stopped || w.deleted {
+		return
+	}
+	// Docker reports "die" before "destroy": the later, more precise
+	// reason wins.
+	w.status = client.StatusStopped
+	w.why = why
+	w.m.log.Warn("workspace stopped behind patina's back", "workspace_id", w.meta.ID, "why", why)
+}
+
+// containerEvent reacts to the engine's events for the workspace's
+// container.
+func (w *workspace) containerEvent(action string) {
+	switch action {
+	case "die":
+		w.markStopped("its container exited")
+	case "destroy":
+		w.markStopped("its container was removed outside patina")
+	}
+}
+
+// explain turns an agent that cannot be reached into "stopped" when the
+// reason is that its container is gone or dead: the error then says how to
+// recover. Other errors pass unchanged.
+func (w *workspace) explain(err error) error {
+	if err == nil || !errors.Is(err, agent.ErrUnavailable) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, ierr := w.m.eng.Inspect(ctx, w.containerID())
+	switch {
+	case errors.Is(ierr, container.ErrNotFound):
+		w.markStopped("its container was removed outside patina")
+	case ierr == nil && !st.Running:
+		w.markStopped("its container exited " + st.Error)
+	default:
+		w.mu.Lock()
+		w.ag.err = err.Error()
+		w.mu.Unlock()
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stoppedErrLocked()
+}
+
+func (w *workspace) containerID() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.ContainerID
+}
+
+// newAgentClient makes the client of the workspace's agent, in its current
+// container. Called with w.mu held.
+func (w *workspace) newAgentClient() *agent.Client {
+	id, token := w.meta.ID, w.meta.AgentToken
+	return agent.NewClient(agent.ClientConfig{
+		WorkspaceID: id,
+		Token:       token,
+		Dial:        func(ctx context.Context) (net.Conn, error) { return w.m.eng.DialAgent(ctx, w.containerID()) },
+		Recover:     w.recoverAgent,
+		OutputLimit: w.m.cfg.OutputLimit,
+		Logger:      w.m.cfg.Logger,
+	})
+}
+
+// startAgent starts the agent in a (re)started container and waits until
+// it answers.
+func (w *workspace) startAgent(ctx context.Context) error {
+	w.mu.Lock()
+	c, id, token := w.agent, w.meta.ID, w.meta.AgentToken
+	w.mu.Unlock()
+	if err := w.m.eng.StartAgent(ctx, w.containerID(), container.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs()}); err != nil {
+		return fmt.Errorf("start the workspace's agent: %w", err)
+	}
+	h, err := c.ConnectWait(ctx, w.m.cfg.AgentStartTimeout)
+	if err != nil {
+		return fmt.Errorf("the workspace's agent did not answer: %w", err)
+	}
+	w.mu.Lock()
+	w.ag.hello, w.ag.err = h, ""
+	w.mu.Unlock()
+	w.watchAgent(c)
+	return nil
+}
+
+// agentArgs are the flags of the workspace's agent.
+func (w *workspace) agentArgs() []string {
+	a := w.m.cfg.GitAuthor
+	return []string{"--git-name", a.Name, "--git-email", a.Email}
+}
+
+// recoverAgent starts the agent again when it cannot be reached (it was
+// killed, or something else holds its socket): the client calls it before
+// retrying. It refuses when the container is not running, and when the
+// agent keeps failing (more than 5 restarts in a minute).
+func (w *workspace) recoverAgent(ctx context.Context, cause error) error {
+	cid := w.containerID()
+	st, err := w.m.eng.Inspect(ctx, cid)
+	switch {
+	case errors.Is(err, container.ErrNotFound):
+		w.markStopped("its container was removed outside patina")
+		return fmt.Errorf("the container is gone")
+	case err != nil:
+		return err
+	case !st.Running:
+		w.markStopped("its container exited " + st.Error)
+		return fmt.Errorf("the container is not running")
+	}
+	now := time.Now()
+	w.mu.Lock()
+	recent := w.ag.recent[:0]
+	for _, t := range w.ag.recent {
+		if now.Sub(t) < time.Minute {
+			recent = append(recent, t)
+		}
+	}
+	w.ag.recent = recent
+	if len(recent) >= 5 {
+		w.ag.err = fmt.Sprintf("the agent failed %d times in a minute; last: %v", len(recent), cause)
+		msg := w.ag.err
+		w.mu.Unlock()
+		return errors.New(msg)
+	}
+	w.ag.recent = append(w.ag.recent, now)
+	w.ag.restarts++
+	w.ag.last = now.UTC()
+	w.ag.lastReason = cause.Error()
+	id, token, l := w.meta.ID, w.meta.AgentToken, w.log
+	w.mu.Unlock()
+	w.m.log.Warn("restarting the workspace's agent", "workspace_id", id, "cause", cause)
+	if l != nil {
+		l.add(worktree.Event{Kind: "agent-restarted", Message: cause.Error()})
+	}
+	return w.m.eng.StartAgent(ctx, cid, container.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs()})
+}
+
+// watchAgent reconnects soon after the agent's connection breaks, so an
+// agent that died is started again (and the API says so) even while no
+// call is made.
+func (w *workspace) watchAgent(c *agent.Client) {
+	ctx, cancel := context.WithCancel(w.m.bg)
+	w.mu.Lock()
+	if w.watch != nil {
+		w.watch()
+	}
+	w.watch = cancel
+	w.mu.Unlock()
+	go func() {
+		for {
+			done := c.Done()
+			if done == nil {
+				return
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			if w.runningErr() != nil {
+				return
+			}
+			cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+			h, err := c.Connect(cctx)
+			ccancel()
+			w.mu.Lock()
+			if err == nil {
+				w.ag.hello, w.ag.err = h, ""
+			} else {
+				w.ag.err = err.Error()
+			}
+			w.mu.Unlock()
+			if err != nil {
+				_ = w.explain(err)
+				return
+			}
+		}
+	}()
+}
+
+// release lets go of the agent (Close of the Manager) without stopping
+// anything.
+func (w *workspace) release() {
+	w.mu.Lock()
+	c, l, watch := w.agent, w.log, w.watch
+	w.watch = nil
+	w.mu.Unlock()
+	if watch != nil {
+		watch()
+	}
+	if c != nil {
+		c.Close()
+	}
+	if l != nil {
+		l.close()
+	}
+}
+
+// sink is where the workspace's events go.
+func (w *workspace) sink() logSink {
+	if w.repo != nil {
+		return noteSink{repo: w.repo, id: w.meta.ID}
+	}
+	return fileSink{path: filepath.Join(w.dir, "log.jsonl")}
+}

@@ -1,0 +1,518 @@
+package tests
+
+// Hostile-workspace tests: code inside a workspace is an attacker who is
+// root in its container. Each test runs such code against a real sidecar
+// and Docker and checks that nothing on the host was read, created or
+// changed, that the sidecar stays responsive with bounded memory, and that
+// other workspaces carry on.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
+)
+
+var (
+	testBinMu sync.Mutex
+	testBins  = map[string]string{}
+)
+
+// testBinary builds a program of tests/testdata (static, so it runs in any
+// workspace image) once per test process.
+func testBinary(t testing.TB, name string) string {
+	t.Helper()
+	testBinMu.Lock()
+	defer testBinMu.Unlock()
+	if p, ok := testBins[name]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "patina-testbin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", p, "./tests/testdata/"+name)
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, out)
+	}
+	testBins[name] = p
+	return p
+}
+
+// upload puts a host file into a workspace (through the API) as an
+// executable.
+func (h *Harness) upload(ws, src, dst string) {
+	h.t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.Client.WriteFile(ctx, ws, dst, b); err != nil {
+		h.t.Fatalf("upload %s: %v", dst, err)
+	}
+	h.Out(ws, "default", "chmod +x /workspace/"+dst)
+}
+
+// RSS is the sidecar process's resident memory in bytes.
+func (h *Harness) RSS() int64 {
+	h.t.Helper()
+	h.mu.Lock()
+	pid := h.cmd.Process.Pid
+	h.mu.Unlock()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:")), "%d", &kb)
+			return kb << 10
+		}
+	}
+	h.t.Fatal("no VmRSS")
+	return 0
+}
+
+// responsive checks the sidecar answers at once and another workspace
+// works.
+func (h *Harness) responsive(bystander string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := h.Client.Health(ctx); err != nil {
+		h.t.Fatalf("the sidecar does not answer: %v", err)
+	}
+	if _, err := h.Client.ListWorkspaces(ctx); err != nil {
+		h.t.Fatalf("list: %v", err)
+	}
+	if bystander != "" {
+		if got := h.Out(bystander, "default", "echo still-here"); got != "still-here\n" {
+			h.t.Fatalf("the other workspace: %q", got)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		h.t.Fatalf("the sidecar took %s to answer", d)
+	}
+}
+
+// A setuid-root binary or a device node made in a workspace never works
+// on the host: the worktree is a nosuid,nodev mount, its parents are
+// reachable by root only, and MKNOD is dropped.
+func TestHostileSetuidAndDevices(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to run a file as another user)")
+	}
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"f": "1\n"})
+	ws := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "suid", Repo: repo})
+	h.Out("suid", "default", "cp /bin/bash /workspace/sbash && chown root:root /workspace/sbash && chmod 4755 /workspace/sbash")
+	if res := h.Exec("suid", "default", "mknod /workspace/dev b 8 0"); res.ExitCode == 0 {
+		t.Fatal("mknod worked in the workspace")
+	}
+	mi := h.Out("suid", "default", "grep ' /workspace ' /proc/self/mountinfo")
+	if !strings.Contains(mi, "nosuid") || !strings.Contains(mi, "nodev") {
+		t.Fatalf("exp /workspace nosuid,nodev, got %q", mi)
+	}
+	// On the host: the planted binary runs without privileges, if a host
+	// user can reach it at all.
+	sbash := filepath.Join(ws.Worktree, "sbash")
+	if st, err := os.Stat(sbash); err != nil || st.Mode()&os.ModeSetuid == 0 {
+		t.Fatalf("exp the setuid file on the host (to try it): %v", err)
+	}
+	out, _ := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sbash, "-p", "-c", "id -u").CombinedOutput()
+	if strings.TrimSpace(string(out)) == "0" {
+		t.Fatalf("a setuid binary planted by the workspace gave a host user root")
+	}
+	t.Logf("running the planted setuid binary as nobody: %q", strings.TrimSpace(string(out)))
+	for d := filepath.Dir(ws.Worktree); d != h.StateDir && d != "/"; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm()&0o077 != 0 {
+			t.Fatalf("exp %s reachable by root only, got %v %v", d, st.Mode(), err)
+		}
+	}
+}
+
+// The sessions' files live inside the container: links and FIFOs planted
+// there (where the old design's sidecar read and wrote them on the host)
+// touch only the container.
+func TestHostileSessionFiles(t *testing.T) {
+	h := Start(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "plant"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("host data\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("host secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.Out("plant", "default", "true")
+	d := "/.patina/state/sessions/default"
+	// Links at future output files, at exits, replace and session.json.tmp;
+	// a FIFO at shell.exit; a finished output replaced by a link to a host
+	// path.
+	h.Out("plant", "default", fmt.Sprintf(`d=%s; for n in 3 4 5; do for x in in out err; do ln -sf %s $d/c/$n.$x; done; done
+ln -sf %s $d/exits.x; ln -sf %s $d/replace; ln -sf %s $d/session.json.tmp; rm -f $d/shell.exit; mkfifo $d/shell.exit
+ln -sf %s $d/c/1.out`, d, victim, victim, victim, victim, secret))
+	for i := 0; i < 3; i++ {
+		_, _ = h.Client.Exec(context.Background(), "plant", "default", client.ExecRequest{Command: "echo written", TimeoutMS: 5000})
+	}
+	b, err := h.Client.ReadOutput(context.Background(), "plant", "default", "1", "stdout", 0)
+	if bytes.Contains(b, []byte("host secret")) {
+		t.Fatalf("the host's file was read through a planted link: %q %v", b, err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "host data\n" {
+		t.Fatalf("a host file was changed through a planted link: %q", got)
+	}
+	h.responsive("bystander")
+}
+
+// A workspace replaces its agent with one that floods, lies, hangs or
+// breaks the protocol: its own calls fail with agent_unavailable (or it
+// recovers), within bounds, and the sidecar and other workspaces carry on
+// with bounded memory.
+func TestHostileAgent(t *testing.T) {
+	bin := testBinary(t, "hostileagent")
+	for _, mode := range []string{"flood", "lie", "hang", "frames"} {
+		t.Run(mode, func(t *testing.T) {
+			h := Start(t)
+			h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "evil"})
+			h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+			h.upload("evil", bin, "hostile")
+			rss0 := h.RSS()
+			ctx := context.Background()
+			if _, err := h.Client.Start(ctx, "evil", "default", client.ExecRequest{Command: "setsid /workspace/hostile " + mode + " </dev/null >/dev/null 2>&1 &"}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			for i := 0; i < 3; i++ {
+				start := time.Now()
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				res, err := h.Client.Exec(cctx, "evil", "default", client.ExecRequest{Command: "echo hi", TimeoutMS: 2000})
+				cancel()
+				d := time.Since(start)
+				switch {
+				case err == nil && res.Stdout == "hi\n":
+					t.Logf("call %d: the sidecar recovered the real agent (%s)", i, d)
+				case IsCode(err, client.CodeAgentUnavailable):
+					t.Logf("call %d: agent_unavailable in %s: %v", i, d, err)
+				default:
+					t.Fatalf("call %d: exp agent_unavailable or a recovered agent, got %+v %v", i, res, err)
+				}
+				if d > 90*time.Second {
+					t.Fatalf("a call to the hostile workspace took %s", d)
+				}
+			}
+			if _, err := h.Client.ListSessions(ctx, "evil"); err != nil && !IsCode(err, client.CodeAgentUnavailable) {
+				t.Fatalf("list sessions: %v", err)
+			}
+			h.responsive("bystander")
+			if rss := h.RSS(); rss > rss0+100<<20 {
+				t.Fatalf("the sidecar grew from %d to %d MB", rss0>>20, rss>>20)
+			}
+			w, err := h.Client.GetWorkspace(ctx, "evil")
+			if err != nil || w.Agent == nil {
+				t.Fatalf("workspace: %+v %v", w, err)
+			}
+			t.Logf("agent: %+v", *w.Agent)
+		})
+	}
+}
+
+// A shadowed bash (one that prints 600 MB) costs its workspace its
+// shells, not the sidecar its memory.
+func TestHostileShadowedBash(t *testing.T) {
+	h := Start(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "shadow"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	rss0 := h.RSS()
+	h.Out("shadow", "default", `cp /bin/bash /bin/bash.real && printf '#!/bin/bash.real\nhead -c 600000000 /dev/zero\n' > /bin/bash.tmp && chmod +x /bin/bash.tmp && mv /bin/bash.tmp /bin/bash`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := h.Client.CreateSession(ctx, "shadow", client.CreateSessionRequest{ID: "new"})
+	if err == nil {
+		t.Log("a session started despite the shadowed bash")
+	}
+	h.responsive("bystander")
+	if rss := h.RSS(); rss > rss0+100<<20 {
+		t.Fatalf("the sidecar grew from %d to %d MB", rss0>>20, rss>>20)
+	}
+}
+
+// Workspaces have no route to each other: a server in one is not
+// reachable from another.
+func TestWorkspacesCannotReachEachOther(t *testing.T) {
+	h := Start(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "server"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "client"})
+	h.upload("server", testBinary(t, "portserver"), "portserver")
+	h.Out("server", "default", "setsid /workspace/portserver 8080 </dev/null >/dev/null 2>&1 &")
+	ip := strings.Fields(h.Out("server", "default", "sleep 0.5; hostname -I"))
+	if len(ip) == 0 {
+		t.Fatal("the server workspace has no address")
+	}
+	if got := h.Out("server", "default", "timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080; cat <&3'"); !strings.Contains(got, "hello") {
+		t.Fatalf("the server does not answer in its own workspace: %q", got)
+	}
+	res := h.Exec("client", "default", "timeout 5 bash -c 'exec 3<>/dev/tcp/"+ip[0]+"/8080; cat <&3'")
+	if res.ExitCode == 0 || strings.Contains(res.Stdout, "hello") {
+		t.Fatalf("a workspace reached another's server at %s: %+v", ip[0], res)
+	}
+}
+
+// Huge and sparse files: reading one through the API streams (bounded
+// memory), and the sidecar stays responsive.
+func TestHostileHugeFiles(t *testing.T) {
+	h := Start(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "huge"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	h.Out("huge", "default", "truncate -s 50G /workspace/sparse; mkfifo /workspace/fifo; ln -s /etc/shadow /workspace/shadow")
+	rss0 := h.RSS()
+	req, _ := http.NewRequest("GET", h.Client.Addr()+"/v1/workspaces/huge/files/sparse", nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.CopyN(io.Discard, resp.Body, 200<<20)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n != 200<<20 {
+		t.Fatalf("reading a sparse file: %d, %d bytes", resp.StatusCode, n)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := h.Client.ReadFile(ctx, "huge", "fifo"); !IsCode(err, client.CodeInvalid) || time.Since(start) > 5*time.Second {
+		t.Fatalf("a FIFO: exp 400 at once, got %v after %s", err, time.Since(start))
+	}
+	// A link inside the container reads the container's file, never the
+	// host's (the container's /etc/shadow is readable by its root).
+	if b, err := h.Client.ReadFile(ctx, "huge", "shadow"); err == nil {
+		host, _ := os.ReadFile("/etc/shadow")
+		if len(host) > 0 && bytes.Equal(b, host) {
+			t.Fatal("the host's /etc/shadow was served")
+		}
+	}
+	h.responsive("bystander")
+	if rss := h.RSS(); rss > rss0+64<<20 {
+		t.Fatalf("streaming 200 MB grew the sidecar from %d to %d MB", rss0>>20, rss>>20)
+	}
+}
+
+// Nothing a workspace does to git inside harms the user's repository: not
+// gc, not reflog expire, not a push to the repository's path, not config,
+// filters, symlinks or FIFOs in every git file it can reach.
+func TestHostileGitCannotHarmRepository(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("branch", "other")
+	refsBefore := git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
+	objectsBefore := git("count-objects", "-v")
+	configBefore, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	hooksBefore := git("ls-files", "--others", "--", ".git/hooks")
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "wrecker", Repo: repo})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	// The user's objects are there, read-only; the rest of the user's git
+	// directory is not there at all.
+	for _, cmd := range []string{
+		"rm -r /.patina/repo/objects/??",
+		"touch /.patina/repo/objects/x",
+		"ls " + filepath.Join(repo, ".git"),
+		"git push " + repo + " HEAD:refs/heads/main",
+	} {
+		if res := h.Exec("wrecker", "default", cmd); res.ExitCode == 0 {
+			t.Fatalf("exp %q to fail in the workspace: %+v", cmd, res)
+		}
+	}
+	// Everything the workspace may do to its own repository.
+	h.Out("wrecker", "default", `set -e
+h=$(git rev-parse HEAD); git update-ref -d refs/heads/patina/wrecker; git update-ref refs/heads/patina/wrecker $h
+git gc -q --prune=now --aggressive
+git reflog expire --expire=now --all
+git config filter.x.clean 'touch /tmp/pwned; cat'; git config core.fsmonitor 'touch /tmp/pwned'
+echo '* filter=x' > .gitattributes
+echo hi > a.txt; git add -A; git -c core.fsmonitor= commit -qm hostile
+true`)
+	d, err := h.Client.Diff(context.Background(), "wrecker")
+	if err != nil {
+		t.Fatalf("diff after the hostile git: %v", err)
+	}
+	t.Logf("diff after the hostile git: %d files", len(d.Files))
+	// Symlinks and FIFOs in every file of its own .git: host operations
+	// stay bounded and harmless.
+	h.Out("wrecker", "default", `cd .git && for f in HEAD index config packed-refs ORIG_HEAD FETCH_HEAD; do rm -f $f; done
+ln -s /etc/passwd HEAD; mkfifo index; ln -s `+filepath.Join(repo, ".git", "config")+` config; mkfifo packed-refs; true`)
+	ctx := context.Background()
+	for name, op := range map[string]func(context.Context) error{
+		"diff": func(ctx context.Context) error { _, err := h.Client.Diff(ctx, "wrecker"); return err },
+		"commit": func(ctx context.Context) error {
+			_, err := h.Client.Commit(ctx, "wrecker", client.CommitRequest{Message: "m"})
+			return err
+		},
+		"merge": func(ctx context.Context) error {
+			_, err := h.Client.Merge(ctx, "wrecker", client.MergeRequest{})
+			return err
+		},
+		"apply": func(ctx context.Context) error { _, err := h.Client.Apply(ctx, "wrecker"); return err },
+	} {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		start := time.Now()
+		err := op(cctx)
+		cancel()
+		if d := time.Since(start); d > 2*time.Minute {
+			t.Fatalf("%s hung for %s", name, d)
+		}
+		t.Logf("%s on a wrecked repository: %v", name, err)
+	}
+	h.responsive("bystander")
+	if got := git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"); got != refsBefore && !onlyAdds(refsBefore, got, "refs/heads/patina/") {
+		t.Fatalf("the user's refs changed:\nbefore %s\nafter %s", refsBefore, got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(repo, ".git", "config")); !bytes.Equal(got, configBefore) {
+		t.Fatalf("the user's config changed:\n%s", got)
+	}
+	if got := git("ls-files", "--others", "--", ".git/hooks"); got != hooksBefore {
+		t.Fatalf("the user's hooks changed")
+	}
+	git("fsck", "--full", "--strict")
+	if got := git("count-objects", "-v"); !strings.Contains(got, strings.Split(objectsBefore, "\n")[0]) && countLoose(got) < countLoose(objectsBefore) {
+		t.Fatalf("the user's objects were removed:\nbefore %s\nafter %s", objectsBefore, got)
+	}
+	if _, err := os.Stat("/tmp/pwned"); err == nil {
+		t.Fatal("a command planted in the workspace's git ran on the host")
+	}
+}
+
+// countLoose is the loose object count of `git count-objects -v`.
+func countLoose(out string) int {
+	var n int
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "count: ") {
+			fmt.Sscanf(l, "count: %d", &n)
+		}
+	}
+	return n
+}
+
+// onlyAdds reports whether after is before plus lines under prefix (the
+// workspaces' branches).
+func onlyAdds(before, after, prefix string) bool {
+	b := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(before), "\n") {
+		b[l] = true
+	}
+	for _, l := range strings.Split(strings.TrimSpace(after), "\n") {
+		if b[l] {
+			delete(b, l)
+			continue
+		}
+		if !strings.HasPrefix(l, prefix) {
+			return false
+		}
+	}
+	return len(b) == 0
+}
+
+// Git inside works for an agent, and what it commits is what a merge
+// brings: exactly the agent's commits, no empty start commit.
+func TestGitInsideAndExactMerge(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	base, _ := exec.Command("git", "-C", repo, "rev-parse", "main").Output()
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "agentic", Repo: repo})
+	h.Out("agentic", "default", `set -e
+git status --short
+echo 1 > one; git add one; git commit -qm one
+git stash list >/dev/null; git log --oneline >/dev/null; git branch >/dev/null
+echo 2 > two; git add two; git commit -qm two
+echo wip > wip.txt`)
+	ctx := context.Background()
+	d, err := h.Client.Diff(ctx, "agentic")
+	if err != nil || len(d.Files) != 3 || !d.Uncommitted || d.Commit == "" {
+		t.Fatalf("diff: %+v %v", d, err)
+	}
+	mr, err := h.Client.Merge(ctx, "agentic", client.MergeRequest{Commit: d.Commit})
+	if err != nil || !mr.FastForward || !mr.Uncommitted || mr.Commit != d.Commit {
+		t.Fatalf("merge: %+v %v", mr, err)
+	}
+	log, _ := exec.Command("git", "-C", repo, "log", "--format=%s", strings.TrimSpace(string(base))+"..main").Output()
+	if string(log) != "two\none\n" {
+		t.Fatalf("exp exactly the agent's commits merged, got %q", log)
+	}
+	// The agent moves on: a merge pinned to the reviewed commit refuses.
+	h.Out("agentic", "default", "git add -A && git commit -qm wip")
+	if _, err := h.Client.Merge(ctx, "agentic", client.MergeRequest{Commit: d.Commit}); !IsCode(err, client.CodeConflict) {
+		t.Fatalf("exp 409 when the workspace moved since the review, got %v", err)
+	}
+}
+
+// The state note is outside input: one forged on the host (as anyone who
+// can push notes could) changes no mount; a fresh sidecar reloads every
+// workspace and says the note disagrees.
+func TestForgedNoteChangesNothing(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	ws := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "noted", Repo: repo})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "plain"})
+	notes, _ := exec.Command("git", "-C", repo, "notes", "--ref", "patina-state", "list").Output()
+	fields := strings.Fields(string(notes))
+	if len(fields) < 2 {
+		t.Fatalf("no state note: %q", notes)
+	}
+	anchor := fields[1]
+	forged := `{"version":2,"id":"` + ws.ID + `","name":"noted","branch":"patina/noted","base_commit":"` + ws.BaseCommit + `","meta":{"id":"` + ws.ID + `","name":"noted","image":"evil:latest","worktree":"/root"}}`
+	cmd := exec.Command("git", "-C", repo, "-c", "user.name=x", "-c", "user.email=x@x", "notes", "--ref", "patina-state", "add", "-f", "-m", forged, anchor)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("forge: %v %s", err, out)
+	}
+	h.Kill9()
+	h.Launch()
+	ctx := context.Background()
+	WaitFor(t, "both workspaces adopted", time.Minute, func() bool {
+		wss, err := h.Client.ListWorkspaces(ctx)
+		if err != nil || len(wss) != 2 {
+			return false
+		}
+		for _, w := range wss {
+			if w.Status != client.StatusRunning {
+				return false
+			}
+		}
+		return true
+	})
+	w, _ := h.Client.GetWorkspace(ctx, "noted")
+	if w.Image == "evil:latest" || w.Worktree != ws.Worktree {
+		t.Fatalf("the forged note was obeyed: %+v", w)
+	}
+	if !strings.Contains(w.Notice, "disagrees") {
+		t.Fatalf("exp the disagreement reported, got notice %q", w.Notice)
+	}
+	if got := h.Out("noted", "default", "ls /workspace"); !strings.Contains(got, "a.txt") {
+		t.Fatalf("the workspace's files: %q", got)
+	}
+	_ = errors.New
+}

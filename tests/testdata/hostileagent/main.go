@@ -1,0 +1,104 @@
+// Command hostileagent replaces a workspace's agent from inside the
+// workspace, as an attacker who is root in the container would: it kills
+// the real agent, takes its socket, answers hello for the workspace (it
+// knows the id) and then misbehaves on every call. The end-to-end tests
+// plant it to show the sidecar stays responsive, bounded and unharmed.
+//
+//	hostileagent flood   every answer is an endless head line
+//	hostileagent lie     every answer is a well-formed lie (forged ids, sizes, paths)
+//	hostileagent hang    no call is ever answered
+//	hostileagent frames  protocol violations: oversized frames
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/mux"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: hostileagent flood|lie|hang|frames")
+		os.Exit(2)
+	}
+	mode := os.Args[1]
+	ws := os.Getenv("PATINA_WORKSPACE")
+	_ = exec.Command("pkill", "-9", "-f", "agent serve").Run()
+	var ln net.Listener
+	var err error
+	for i := 0; i < 100; i++ {
+		if ln, err = net.Listen("unix", "@patina-agent"); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
+		os.Exit(1)
+	}
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go serve(nc, mode, ws)
+	}
+}
+
+func serve(nc net.Conn, mode, ws string) {
+	if mode == "frames" {
+		// A frame header announcing 4 GiB of data.
+		hdr := make([]byte, 12)
+		hdr[0] = 2
+		binary.BigEndian.PutUint32(hdr[4:8], 1)
+		binary.BigEndian.PutUint32(hdr[8:12], 0xffffffff)
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := nc.Write(hdr); err != nil {
+				return
+			}
+			for i := 0; i < 16; i++ {
+				if _, err := nc.Write(buf); err != nil {
+					return
+				}
+			}
+		}
+	}
+	conn := mux.Server(nc, mux.Config{MaxStreams: 4096})
+	ctx := context.Background()
+	for {
+		st, err := conn.Accept(ctx)
+		if err != nil {
+			return
+		}
+		go func() {
+			if strings.Contains(string(st.Header()), `"m":"hello"`) {
+				_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + ws + `","protocol":1,"version":"hostile","pid":1}}` + "\n"))
+				return
+			}
+			switch mode {
+			case "flood":
+				_, _ = st.Write([]byte(`{"r":{"notice":"`))
+				chunk := []byte(strings.Repeat("A", 64<<10))
+				for {
+					if _, err := st.Write(chunk); err != nil {
+						return
+					}
+				}
+			case "lie":
+				_, _ = st.WriteFinal([]byte(`{"r":{"command_id":"../../../etc/shadow","exit_code":0,"stdout":{"data":"` +
+					"cm9vdA==" + `","size":-5},"stderr":{"size":99999999999},"cwd":"relative/../../x","id":"/etc/passwd",` +
+					`"state":"idle","name":"../../x","type":"file","size":-1}}` + "\n"))
+			case "hang":
+				<-st.Done()
+			}
+		}()
+	}
+}
