@@ -61,12 +61,10 @@ func (r Patina) MarshalJSON() ([]byte, error) {
 		Source       *dagger.Directory
 		GoImage      string
 		RuntimeImage string
-		DockerImage  string
 	}
 	concrete.Source = r.Source
 	concrete.GoImage = r.GoImage
 	concrete.RuntimeImage = r.RuntimeImage
-	concrete.DockerImage = r.DockerImage
 	return json.Marshal(&concrete)
 }
 
@@ -75,7 +73,6 @@ func (r *Patina) UnmarshalJSON(bs []byte) error {
 		Source       *dagger.Directory
 		GoImage      string
 		RuntimeImage string
-		DockerImage  string
 	}
 	err := json.Unmarshal(bs, &concrete)
 	if err != nil {
@@ -84,7 +81,6 @@ func (r *Patina) UnmarshalJSON(bs []byte) error {
 	r.Source = concrete.Source
 	r.GoImage = concrete.GoImage
 	r.RuntimeImage = concrete.RuntimeImage
-	r.DockerImage = concrete.DockerImage
 	return nil
 }
 
@@ -353,14 +349,7 @@ func invoke(ctx context.Context, parentJSON []byte, parentName string, fnName st
 					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg runtimeImage", err))
 				}
 			}
-			var dockerImage string
-			if inputArgs["dockerImage"] != nil {
-				err = json.Unmarshal([]byte(inputArgs["dockerImage"]), &dockerImage)
-				if err != nil {
-					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg dockerImage", err))
-				}
-			}
-			return New(source, goImage, runtimeImage, dockerImage), nil
+			return New(source, goImage, runtimeImage), nil
 		default:
 			return nil, fmt.Errorf("unknown function %s", fnName)
 		}

@@ -36,9 +36,6 @@ type Patina struct {
 	// The base of the sidecar image (--runtime-image).
 	// +private
 	RuntimeImage string
-	// The Docker engine of the integration tests (--docker-image).
-	// +private
-	DockerImage string
 }
 
 // New selects the source tree the functions work on, and the images they
@@ -52,26 +49,23 @@ func New(
 	// +ignore=[".git", "patina", "**/*.test", "**/*.out", "**/.DS_Store"]
 	source *dagger.Directory,
 	// The Go toolchain image that build, test and lint run in: Debian-based,
-	// with Go, git and bash.
+	// with Go, git and bash (test --integration installs Docker's engine
+	// and debootstrap in it with apt-get).
 	// +default="golang:1.26.8-bookworm@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d"
 	goImage string,
 	// The base image of build-image (the sidecar image): Debian-based, as
 	// packages are installed with apt-get.
 	// +default="debian:bookworm-20260824-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171"
 	runtimeImage string,
-	// The Docker engine that test --integration runs as a service (started
-	// with dockerd, as the docker:dind image does).
-	// +default="docker:28.5.2-dind@sha256:2a232a42256f70d78e3cc5d2b5d6b3276710a0de0596c145f627ecfae90282ac"
-	dockerImage string,
 ) *Patina {
-	return &Patina{Source: source, GoImage: goImage, RuntimeImage: runtimeImage, DockerImage: dockerImage}
+	return &Patina{Source: source, GoImage: goImage, RuntimeImage: runtimeImage}
 }
 
 // images returns the images of this call: the constructor's arguments, or
 // the pinned defaults where they are empty (Go callers, such as tests, do
 // not get Dagger's +default values), checked.
 func (m *Patina) images() (pipeline.Images, error) {
-	imgs := pipeline.Images{Go: m.GoImage, Runtime: m.RuntimeImage, Docker: m.DockerImage}.WithDefaults()
+	imgs := pipeline.Images{Go: m.GoImage, Runtime: m.RuntimeImage}.WithDefaults()
 	if err := imgs.Validate(); err != nil {
 		return pipeline.Images{}, err
 	}
@@ -141,11 +135,14 @@ func (m *Patina) BuildImage(
 
 // Test runs go vet and the test suite with the race detector. By default
 // it runs `go test -short`, which leaves out tests that need Docker; with
-// --integration it runs everything against a Docker engine started as a
-// docker:dind service. A failing step fails the call with its output.
+// --integration it runs everything, with a Docker engine (Debian's
+// docker.io) started in the test container itself: the sidecar's tests
+// need the engine on their own host, as on a developer's machine. A
+// failing step fails the call with its output.
 func (m *Patina) Test(
 	ctx context.Context,
-	// Run the integration tests too, against a Docker-in-Docker engine.
+	// Run the integration tests too, with a Docker engine started beside
+	// them in the test container.
 	// +optional
 	integration bool,
 ) (string, error) {
@@ -156,9 +153,8 @@ func (m *Patina) Test(
 	req := pipeline.TestRequest{Integration: integration}
 	ctr := m.goContainer(imgs.Go)
 	if integration {
-		ctr = withDocker(ctr, imgs.Docker)
+		ctr = withDocker(ctr)
 	}
-	ctr = withEnv(ctr, req.Env())
 	return pipeline.Run(ctx, req.Steps(), &executor{ctr: ctr})
 }
 
@@ -421,28 +417,15 @@ func (m *Patina) goContainer(image string) *dagger.Container {
 		WithWorkdir(pipeline.SourcePath)
 }
 
-// withDocker installs what the integration tests need and binds a Docker
-// engine service run from image. The service and ctr share a cache volume
-// at the tests' TMPDIR, so that paths the tests bind-mount exist for the
-// engine.
-func withDocker(ctr *dagger.Container, image string) *dagger.Container {
-	tmp := dag.CacheVolume(pipeline.SharedTmpVolume)
-	shared := dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeShared}
-	dockerd := dag.Container().
-		From(image).
-		WithEnvVariable("DOCKER_TLS_CERTDIR", "").
-		WithMountedCache(pipeline.DockerDataPath, dag.CacheVolume(pipeline.DockerDataVolume),
-			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModePrivate}).
-		WithMountedCache(pipeline.SharedTmpPath, tmp, shared).
-		WithExposedPort(pipeline.DockerServicePort).
-		AsService(dagger.ContainerAsServiceOpts{
-			Args:                     pipeline.DockerdArgs(),
-			InsecureRootCapabilities: true,
-		})
+// withDocker installs what the integration tests need (Docker's engine,
+// debootstrap, the tools of the second-host tests) and mounts a cache volume
+// at the engine's data root, so that images the tests build (the default
+// workspace image) are kept between runs.
+func withDocker(ctr *dagger.Container) *dagger.Container {
 	return ctr.
 		WithExec(pipeline.IntegrationSetup()).
-		WithMountedCache(pipeline.SharedTmpPath, tmp, shared).
-		WithServiceBinding(pipeline.DockerServiceHost, dockerd)
+		WithMountedCache(pipeline.DockerDataPath, dag.CacheVolume(pipeline.DockerDataVolume),
+			dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModePrivate})
 }
 
 func withEnv(ctr *dagger.Container, env []pipeline.EnvVar) *dagger.Container {

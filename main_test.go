@@ -41,7 +41,7 @@ func TestInitOrder(t *testing.T) {
 // building the query must not panic or fail; only running it may, and then
 // with the engine connection refused.
 func TestFunctionsAreLazy(t *testing.T) {
-	m := New(dag.Directory(), "", "", "")
+	m := New(dag.Directory(), "", "")
 
 	bin, err := m.Build("linux/arm64", "v1.2.3")
 	if err != nil || bin == nil {
@@ -101,7 +101,7 @@ func assertConnRefused(t *testing.T, what string, err error) {
 // TestArgumentsAreValidated checks that bad arguments fail the call before
 // anything is sent to the engine.
 func TestArgumentsAreValidated(t *testing.T) {
-	m := New(dag.Directory(), "", "", "")
+	m := New(dag.Directory(), "", "")
 	for _, tc := range []struct {
 		name     string
 		platform string
@@ -127,7 +127,7 @@ func TestArgumentsAreValidated(t *testing.T) {
 // refuse bad arguments before asking the engine for anything (had they
 // asked, the error would be a refused connection instead).
 func TestWorkspaceArgumentsAreValidated(t *testing.T) {
-	m := New(dag.Directory(), "", "", "")
+	m := New(dag.Directory(), "", "")
 	secret := dag.SetSecret("token", "t")
 	unnamed := m.Workspace(testSidecar(), secret, "")
 	named := m.Workspace(testSidecar(), secret, "w")
@@ -173,11 +173,11 @@ func dirCall(d *dagger.Directory, err error) (string, error) {
 // them, naming the flag, before anything is sent to the engine; the
 // defaults are the pinned images.
 func TestImageArguments(t *testing.T) {
-	m := New(dag.Directory(), "", "", "")
+	m := New(dag.Directory(), "", "")
 	if got, err := m.images(); err != nil || got != pipeline.DefaultImages() {
 		t.Errorf("images with no arguments: exp the pinned ones, got %+v, %v", got, err)
 	}
-	m = New(dag.Directory(), "mirror.example/golang:1.26", "", "")
+	m = New(dag.Directory(), "mirror.example/golang:1.26", "")
 	if got, err := m.images(); err != nil || got.Go != "mirror.example/golang:1.26" || got.Runtime != pipeline.RuntimeImage {
 		t.Errorf("images with --go-image: exp it and the other defaults, got %+v, %v", got, err)
 	}
@@ -187,9 +187,8 @@ func TestImageArguments(t *testing.T) {
 		flag string
 		m    *Patina
 	}{
-		{"--go-image", New(dag.Directory(), "Not An Image", "", "")},
-		{"--runtime-image", New(dag.Directory(), "", "debian:bad tag", "")},
-		{"--docker-image", New(dag.Directory(), "", "", "docker@sha256:short")},
+		{"--go-image", New(dag.Directory(), "Not An Image", "")},
+		{"--runtime-image", New(dag.Directory(), "", "debian:bad tag")},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			check := func(what string, err error) {
@@ -239,7 +238,7 @@ func TestImageDefaults(t *testing.T) {
 			}
 		}
 	}
-	exp := map[string]string{"goImage": pipeline.GoImage, "runtimeImage": pipeline.RuntimeImage, "dockerImage": pipeline.DindImage}
+	exp := map[string]string{"goImage": pipeline.GoImage, "runtimeImage": pipeline.RuntimeImage}
 	if !maps.Equal(exp, defaults) {
 		t.Errorf("New's +default values: exp %q, got %q", exp, defaults)
 	}

@@ -25,9 +25,9 @@ package tests
 // in internal/wsglue.
 //
 // An engine that cannot resolve the module's pinned images (no registry,
-// or a mirror) is given others with PATINA_E2E_GO_IMAGE,
-// PATINA_E2E_RUNTIME_IMAGE and PATINA_E2E_DOCKER_IMAGE: each, when set, is
-// passed to every call as --go-image, --runtime-image, --docker-image.
+// or a mirror) is given others with PATINA_E2E_GO_IMAGE and
+// PATINA_E2E_RUNTIME_IMAGE: each, when set, is passed to every call as
+// --go-image, --runtime-image.
 // The workspace tests also start a sidecar, so they need Docker as the other
 // end-to-end tests do.
 
@@ -93,7 +93,6 @@ func needDagger(t *testing.T) *daggerE2E {
 	for _, o := range []struct{ env, flag string }{
 		{"PATINA_E2E_GO_IMAGE", "--go-image"},
 		{"PATINA_E2E_RUNTIME_IMAGE", "--runtime-image"},
-		{"PATINA_E2E_DOCKER_IMAGE", "--docker-image"},
 	} {
 		if v := os.Getenv(o.env); v != "" {
 			d.ctor = append(d.ctor, o.flag, v)
@@ -606,7 +605,7 @@ func TestDaggerTest(t *testing.T) {
 }
 
 // TestDaggerTestIntegration runs `dagger call test --integration`: the
-// whole suite against the Docker engine service.
+// whole suite with a Docker engine started in the test container.
 func TestDaggerTestIntegration(t *testing.T) {
 	d := needDagger(t)
 	out := d.mustCall(t, "test", "--integration")

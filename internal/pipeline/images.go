@@ -23,10 +23,6 @@ const (
 	// repository is developed with; go.mod's `go 1.26.0` line allows it.
 	GoImage = "golang:1.26.8-bookworm@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d"
 
-	// DindImage is the Docker engine the integration tests talk to; its
-	// version matches the pinned client (github.com/docker/docker v28.5.2).
-	DindImage = "docker:28.5.2-dind@sha256:2a232a42256f70d78e3cc5d2b5d6b3276710a0de0596c145f627ecfae90282ac"
-
 	// RuntimeImage is the base of the sidecar image: a dated (never re-pushed)
 	// Debian 12 tag. Debian rather than distroless because the sidecar runs
 	// git (workspaces are git worktrees) and can build its default workspace
@@ -34,28 +30,25 @@ const (
 	RuntimeImage = "debian:bookworm-20260824-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171"
 )
 
-// Images are the three images a call of the module uses. The module's
-// constructor takes each as an argument (--go-image, --runtime-image,
-// --docker-image) whose default is the pinned constant above, so that an
+// Images are the two images a call of the module uses. The module's
+// constructor takes each as an argument (--go-image, --runtime-image) whose
+// default is the pinned constant above, so that an
 // engine behind a registry mirror, or one with no registry at all, can be
 // given images it can resolve (a mirror's name, or a local digest) without
 // editing the module.
 type Images struct {
 	// Go builds, vets, lints and tests patina (GoImage by default). It
 	// must have Go, git and bash, and be Debian-based (the integration
-	// setup runs apt-get).
+	// setup installs Docker's engine and debootstrap with apt-get).
 	Go string
 	// Runtime is the base of the sidecar image (RuntimeImage by default);
 	// Debian-based, as BuildImage installs packages with apt-get.
 	Runtime string
-	// Docker is the Docker engine the integration tests talk to, run as a
-	// service with dockerd (DindImage by default).
-	Docker string
 }
 
 // DefaultImages returns the pinned images.
 func DefaultImages() Images {
-	return Images{Go: GoImage, Runtime: RuntimeImage, Docker: DindImage}
+	return Images{Go: GoImage, Runtime: RuntimeImage}
 }
 
 // WithDefaults returns i with every empty reference replaced by its pinned
@@ -68,9 +61,6 @@ func (i Images) WithDefaults() Images {
 	if i.Runtime == "" {
 		i.Runtime = d.Runtime
 	}
-	if i.Docker == "" {
-		i.Docker = d.Docker
-	}
 	return i
 }
 
@@ -81,7 +71,6 @@ func (i Images) Validate() error {
 	for _, img := range []struct{ flag, ref string }{
 		{"--go-image", i.Go},
 		{"--runtime-image", i.Runtime},
-		{"--docker-image", i.Docker},
 	} {
 		if _, err := reference.ParseNormalizedNamed(img.ref); err != nil {
 			return fmt.Errorf("%s %q: not an image reference (want name[:tag][@sha256:digest]): %w", img.flag, img.ref, err)

@@ -12,7 +12,7 @@ import (
 var pinned = regexp.MustCompile(`^[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$`)
 
 func TestImagesArePinned(t *testing.T) {
-	for _, img := range []string{GoImage, DindImage, RuntimeImage} {
+	for _, img := range []string{GoImage, RuntimeImage} {
 		if !pinned.MatchString(img) {
 			t.Errorf("%q: exp name:tag@sha256:<digest>", img)
 		}
@@ -56,7 +56,7 @@ func TestSourceIgnoreKeepsSources(t *testing.T) {
 }
 
 func TestDefaultImages(t *testing.T) {
-	exp := Images{Go: GoImage, Runtime: RuntimeImage, Docker: DindImage}
+	exp := Images{Go: GoImage, Runtime: RuntimeImage}
 	if got := DefaultImages(); got != exp {
 		t.Errorf("exp %+v, got %+v", exp, got)
 	}
@@ -73,8 +73,8 @@ func TestImagesWithDefaults(t *testing.T) {
 	}{
 		{"none given", Images{}, DefaultImages()},
 		{"go only", Images{Go: "mirror.example/golang:1.26"},
-			Images{Go: "mirror.example/golang:1.26", Runtime: RuntimeImage, Docker: DindImage}},
-		{"all given", Images{Go: "a", Runtime: "b", Docker: "c"}, Images{Go: "a", Runtime: "b", Docker: "c"}},
+			Images{Go: "mirror.example/golang:1.26", Runtime: RuntimeImage}},
+		{"all given", Images{Go: "a", Runtime: "b"}, Images{Go: "a", Runtime: "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.in.WithDefaults(); got != tc.exp {
@@ -92,12 +92,12 @@ func TestImagesValidate(t *testing.T) {
 		flag string // "" when valid
 	}{
 		{"pinned", ok, ""},
-		{"a local registry's digest", Images{Go: "172.17.0.1:5000/library/golang:1.26.8-bookworm@sha256:" + strings.Repeat("a", 64), Runtime: ok.Runtime, Docker: ok.Docker}, ""},
-		{"tag only", Images{Go: "golang:1.26.8-bookworm", Runtime: "debian:bookworm-slim", Docker: "docker:dind"}, ""},
-		{"empty go image", Images{Runtime: ok.Runtime, Docker: ok.Docker}, "--go-image"},
-		{"upper case", Images{Go: ok.Go, Runtime: "Debian:12", Docker: ok.Docker}, "--runtime-image"},
-		{"space", Images{Go: ok.Go, Runtime: ok.Runtime, Docker: "docker:28 dind"}, "--docker-image"},
-		{"short digest", Images{Go: ok.Go, Runtime: ok.Runtime, Docker: "docker@sha256:abc"}, "--docker-image"},
+		{"a local registry's digest", Images{Go: "172.17.0.1:5000/library/golang:1.26.8-bookworm@sha256:" + strings.Repeat("a", 64), Runtime: ok.Runtime}, ""},
+		{"tag only", Images{Go: "golang:1.26.8-bookworm", Runtime: "debian:bookworm-slim"}, ""},
+		{"empty go image", Images{Runtime: ok.Runtime}, "--go-image"},
+		{"upper case", Images{Go: ok.Go, Runtime: "Debian:12"}, "--runtime-image"},
+		{"space", Images{Go: ok.Go, Runtime: "debian:12 slim"}, "--runtime-image"},
+		{"short digest", Images{Go: "golang@sha256:abc", Runtime: ok.Runtime}, "--go-image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Validate()

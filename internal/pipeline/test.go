@@ -1,25 +1,19 @@
 package pipeline
 
-import "strconv"
+import "strings"
 
-// Settings of the integration test run (Test with integration=true).
+// Settings of the integration test run (Test with integration=true). The
+// tests run with a Docker engine in their own container (dockerd started
+// beside go test), not as a separate service: the sidecar reaches each
+// workspace's agent through the container's network namespace and
+// bind-mounts paths of its own host, which needs the engine on the same
+// host, as on a developer's machine and in .ci/run.
 const (
-	// DockerServiceHost is the host name the docker:dind service is bound as.
-	DockerServiceHost = "docker"
-	// DockerServicePort is dockerd's plain-TCP port inside the service.
-	DockerServicePort = 2375
-	// DockerDataVolume keeps the service's /var/lib/docker between runs
+	// DockerDataVolume keeps the engine's /var/lib/docker between runs
 	// (images the tests build, e.g. patina/base:bookworm). Mounted with
 	// private sharing: concurrent runs each get their own copy.
 	DockerDataVolume = "patina-dind-data"
 	DockerDataPath   = "/var/lib/docker"
-	// SharedTmpVolume is mounted at SharedTmpPath in both the test container
-	// and the Docker service, and is the tests' TMPDIR: the worktrees the
-	// tests create under t.TempDir() are bind-mounted into workspace
-	// containers by a Docker engine that runs in another container, so the
-	// paths must exist, with the same content, on both sides.
-	SharedTmpVolume = "patina-test-tmp"
-	SharedTmpPath   = "/patina-tmp"
 )
 
 // Test timeouts handed to go test (per test binary).
@@ -37,7 +31,8 @@ type TestRequest struct {
 
 // Steps returns what Test runs, in order: go vet, then go test. Without
 // integration, -short asks tests that need Docker, debootstrap or the
-// network to skip; with it, -count=1 keeps go's test cache from replaying a
+// network to skip; with it, go test runs beside a Docker engine started in
+// the same container, and -count=1 keeps go's test cache from replaying a
 // result that depended on the engine's state.
 func (r TestRequest) Steps() []Step {
 	test := []string{"go", "test", "-race"}
@@ -47,39 +42,55 @@ func (r TestRequest) Steps() []Step {
 		test = append(test, "-short", "-timeout", ShortTimeout)
 	}
 	test = append(test, "./...")
+	if r.Integration {
+		test = WithDockerd(test)
+	}
 	return []Step{
 		{Name: "go vet", Args: []string{"go", "vet", "./..."}},
-		// The debootstrap the image package runs needs root capabilities
-		// (mknod, chroot) that a default container does not have.
+		// dockerd, and the debootstrap the image package runs, need root
+		// capabilities (mounts, mknod, chroot, network namespaces) that a
+		// default container does not have.
 		{Name: "go test", Args: test, Privileged: r.Integration},
 	}
 }
 
-// Env returns the test container's extra environment: none for short runs;
-// the Docker service and the shared TMPDIR for integration runs.
-func (r TestRequest) Env() []EnvVar {
-	if !r.Integration {
-		return nil
-	}
-	return []EnvVar{
-		{"DOCKER_HOST", DockerHost()},
-		{"TMPDIR", SharedTmpPath},
-	}
+// IntegrationPackages are the Debian packages the integration tests need
+// on top of the Go image (which has bash and git): the same as .ci/run's.
+// Docker's engine (Debian's docker.io), debootstrap to build the default
+// workspace image offline, iproute2, util-linux and fuse-overlayfs to run
+// a second engine in a network namespace as another host.
+func IntegrationPackages() []string {
+	return []string{"ca-certificates", "debootstrap", "docker.io", "fuse-overlayfs", "iproute2", "iptables", "procps", "util-linux"}
 }
 
-// DockerHost is the DOCKER_HOST of the integration tests.
-func DockerHost() string {
-	return "tcp://" + DockerServiceHost + ":" + strconv.Itoa(DockerServicePort)
-}
-
-// IntegrationSetup is the command that installs what the integration tests
-// need on top of the Go image (which already has bash and git).
+// IntegrationSetup is the command that installs IntegrationPackages.
 func IntegrationSetup() []string {
-	return []string{"sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap"}
+	return []string{"sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends " +
+		strings.Join(IntegrationPackages(), " ")}
 }
 
-// DockerdArgs starts the service's engine listening on plain TCP (the
-// service is reachable only from the test container bound to it).
-func DockerdArgs() []string {
-	return []string{"dockerd", "--host=tcp://0.0.0.0:" + strconv.Itoa(DockerServicePort), "--host=unix:///var/run/docker.sock", "--tls=false"}
+// withDockerd is the script that runs its arguments with a Docker engine
+// started beside them: dockerd in the background, a bounded wait for it to
+// answer (PATINA_DOCKERD_WAIT seconds, 60 by default), the command, then
+// dockerd stopped (bounded too) so the step ends.
+const withDockerd = `dockerd >/tmp/patina-dockerd.log 2>&1 &
+d=$!
+for _ in $(seq 1 "${PATINA_DOCKERD_WAIT:-60}"); do docker info >/dev/null 2>&1 && break; sleep 1; done
+if ! docker info >/dev/null 2>&1; then
+	echo "dockerd did not start within ${PATINA_DOCKERD_WAIT:-60}s:" >&2
+	tail -n 50 /tmp/patina-dockerd.log >&2
+	kill "$d" 2>/dev/null
+	exit 1
+fi
+"$@"
+rc=$?
+kill "$d" 2>/dev/null
+for _ in $(seq 1 30); do kill -0 "$d" 2>/dev/null || break; sleep 1; done
+exit $rc
+`
+
+// WithDockerd wraps args so that they run with a Docker engine started in
+// the same container.
+func WithDockerd(args []string) []string {
+	return append([]string{"bash", "-c", withDockerd, "patina-integration"}, args...)
 }
