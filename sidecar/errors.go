@@ -51,6 +51,8 @@ func status(err error) (int, string) {
 		return http.StatusConflict, client.CodeEnded
 	case errors.Is(err, session.ErrNotRunning):
 		return http.StatusConflict, client.CodeNotRunning
+	case errors.Is(err, agent.ErrNotListening):
+		return http.StatusConflict, client.CodeNotListening
 	case errors.Is(err, workspace.ErrNoRepository):
 		return http.StatusConflict, client.CodeNoRepository
 	case errors.Is(err, workspace.ErrExists), errors.Is(err, session.ErrExists),

@@ -44,6 +44,11 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("POST /v1/workspaces/{id}/apply", s.handleApply)
 	mux.HandleFunc("GET /v1/workspaces/{id}/log", s.handleLog)
 
+	mux.HandleFunc("POST /v1/workspaces/{id}/ports", s.handleForwardPort)
+	mux.HandleFunc("GET /v1/workspaces/{id}/ports", s.handleListPorts)
+	mux.HandleFunc("DELETE /v1/workspaces/{id}/ports/{port}", s.handleClosePort)
+	mux.HandleFunc("DELETE /v1/workspaces/{id}/ports", s.handleClosePort)
+
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))

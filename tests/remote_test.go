@@ -30,6 +30,12 @@ func TestRemoteEngine(t *testing.T) {
 		if _, err := e.Client(t).ContainerInspect(ctx, ws.ContainerID); err != nil {
 			t.Fatalf("the workspace's container is not on the remote engine: %v", err)
 		}
+		// A port forward works through the exec relay: the tunnel is the
+		// agent's channel, whatever the engine.
+		p := startTestServer(t, h, "far", "127.0.0.1:3000", 3000)
+		if got := httpGet(t, "http://"+p.Address+"/hello"); !strings.HasPrefix(got, "hello from ") {
+			t.Fatalf("port forward on a remote engine: %q", got)
+		}
 		h.Out("far", "default", "cd /tmp; export FAR=1; echo data > /workspace/f")
 		time.Sleep(100 * time.Millisecond)
 		if _, err := h.Client.StopWorkspace(ctx, "far"); err != nil {

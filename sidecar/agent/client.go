@@ -244,6 +244,7 @@ type callOpts struct {
 	headLimit int          // longest head line accepted (default 1 MiB)
 	onID      func(string) // called with a progress id line
 	keep      bool         // return the stream for its body
+	duplex    bool         // leave the write half open (a tunnel)
 	long      bool         // no CallTimeout: the caller's ctx bounds it
 	// ack bounds the wait for the first line of the answer (a long call
 	// whose agent acknowledges it at once, like exec).
@@ -317,7 +318,7 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 	if err != nil {
 		return nil, err
 	}
-	st, err := conn.Open(ctx, hdr, o.body == nil)
+	st, err := conn.Open(ctx, hdr, o.body == nil && !o.duplex)
 	if err != nil {
 		if errors.Is(err, mux.ErrClosed) {
 			return nil, fmt.Errorf("%w: %w", errNotSent, err)

@@ -34,6 +34,7 @@ const (
 	mGitState      = "git.state"
 	mGitCommit     = "git.commit"
 	mGitPack       = "git.pack"
+	mPortDial      = "port.dial"
 )
 
 // ProtocolVersion is sent in hello; an agent of another version is
@@ -93,6 +94,7 @@ const (
 	codeTooLarge     = "too_large"
 	codeUnauthorized = "unauthorized"
 	codeConflict     = "conflict"
+	codeNotListening = "not_listening"
 	codeInternal     = "internal"
 )
 
@@ -109,6 +111,9 @@ var (
 	// ErrConflict: a git operation inside the workspace could not be done
 	// as asked (e.g. no commit to record).
 	ErrConflict = errors.New("conflict")
+	// ErrNotListening: nothing listens on the port asked for inside the
+	// workspace.
+	ErrNotListening = errors.New("nothing listens on that port in the workspace")
 )
 
 // wireCodes pairs each wire code with the sentinel it stands for, both
@@ -127,6 +132,7 @@ var wireCodes = []struct {
 	{codeEscapes, ErrEscapes},
 	{codeTooLarge, ErrTooLarge},
 	{codeConflict, ErrConflict},
+	{codeNotListening, ErrNotListening},
 }
 
 // encodeError turns an error into its wire form (agent side).
@@ -393,4 +399,23 @@ type GitCommitResult struct {
 type gitPackRequest struct {
 	Want []string `json:"want"`
 	Have []string `json:"have,omitempty"`
+}
+
+// PortDialRequest opens a tunnel to a TCP port inside the workspace: after
+// the answer, the stream carries the connection's bytes both ways.
+type PortDialRequest struct {
+	Port int `json:"port"`
+}
+
+// PortDialResult says where the agent connected (for logs).
+type PortDialResult struct {
+	Addr string `json:"addr"`
+}
+
+// ValidPort checks a TCP port number.
+func ValidPort(port int) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("%w: port must be between 1 and 65535, got %d", session.ErrInvalid, port)
+	}
+	return nil
 }

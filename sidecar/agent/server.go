@@ -240,6 +240,7 @@ var handlers = map[string]handler{
 	mGitState:      (*Server).gitState,
 	mGitCommit:     (*Server).gitCommit,
 	mGitPack:       (*Server).gitPack,
+	mPortDial:      (*Server).portDial,
 }
 
 func (s *Server) serveStream(st *mux.Stream) {

@@ -286,3 +286,10 @@ func (g *GitCommitResult) validate(int) error {
 	}
 	return nil
 }
+
+func (r *PortDialResult) validate(int) error {
+	if len(r.Addr) > 64 {
+		return errors.New("an address over 64 bytes")
+	}
+	return nil
+}

@@ -181,6 +181,27 @@ func (c *Client) StopWorkspace(ctx context.Context, ws string) (Workspace, error
 	return w, err
 }
 
+// ForwardPort makes a port inside a workspace reachable on the sidecar's
+// host loopback; asking again for a forwarded port returns it as it is.
+func (c *Client) ForwardPort(ctx context.Context, ws string, req ForwardPortRequest) (PortForward, error) {
+	var p PortForward
+	err := c.do(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/ports", req, &p)
+	return p, err
+}
+
+// Ports lists a workspace's forwarded ports.
+func (c *Client) Ports(ctx context.Context, ws string) ([]PortForward, error) {
+	var l PortList
+	err := c.do(ctx, http.MethodGet, "/v1/workspaces/"+esc(ws)+"/ports", nil, &l)
+	return l.Ports, err
+}
+
+// ClosePort stops forwarding a workspace port (open connections through it
+// are closed).
+func (c *Client) ClosePort(ctx context.Context, ws string, port int) error {
+	return c.do(ctx, http.MethodDelete, "/v1/workspaces/"+esc(ws)+"/ports/"+strconv.Itoa(port), nil, nil)
+}
+
 // StartWorkspace starts (or recreates) a workspace's container.
 func (c *Client) StartWorkspace(ctx context.Context, ws string) (Workspace, error) {
 	var w Workspace

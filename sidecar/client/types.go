@@ -69,6 +69,8 @@ type Workspace struct {
 	Env         map[string]string `json:"env,omitempty"`
 	ContainerID string            `json:"container_id,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`
+	// Ports are its forwarded ports (POST /v1/workspaces/{id}/ports).
+	Ports []PortForward `json:"ports,omitempty"`
 }
 
 // AgentStatus describes a workspace's agent.
@@ -342,4 +344,33 @@ const (
 	CodeAgentUnavailable = "agent_unavailable"  // 503: the workspace's agent cannot be reached or misbehaves
 	CodeRejected         = "rejected"           // 422: objects a workspace sent failed patina's checks
 	CodeAdopting         = "adopting"           // 503: the sidecar is still reconnecting to the workspace
+	CodeNotListening     = "not_listening"      // 409: nothing listens on that port inside the workspace
 )
+
+// ForwardPortRequest is the body of POST /v1/workspaces/{id}/ports.
+type ForwardPortRequest struct {
+	// Port is the TCP port a server listens on inside the workspace (on
+	// its loopback or on all addresses).
+	Port int `json:"port"`
+	// HostPort is the port to listen on on the sidecar's host (0: any
+	// free one).
+	HostPort int `json:"host_port,omitempty"`
+}
+
+// PortForward is a workspace port reachable on the sidecar's host.
+type PortForward struct {
+	// Port is the port inside the workspace.
+	Port int `json:"port"`
+	// Address is where to connect on the sidecar's host (host:port), and
+	// URL the same as an http:// URL.
+	Address string `json:"address"`
+	URL     string `json:"url"`
+	// Connections is how many connections are open through it now.
+	Connections int       `json:"connections"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// PortList is the answer of GET /v1/workspaces/{id}/ports.
+type PortList struct {
+	Ports []PortForward `json:"ports"`
+}

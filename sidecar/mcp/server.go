@@ -137,6 +137,7 @@ func New(c *client.Client, opts Options) *mcp.Server {
 	s.addRunTools(ms)
 	s.addFileTools(ms)
 	s.addGitTools(ms)
+	s.addPortTools(ms)
 	return ms
 }
 
@@ -146,6 +147,7 @@ var ToolNames = []string{
 	"run", "command_output", "command_signal",
 	"file_read", "file_write", "file_edit", "file_list", "file_delete",
 	"diff", "commit", "merge", "log",
+	"port_forward",
 }
 
 // handler is a tool's logic: the text the model reads and the structured

@@ -226,6 +226,8 @@ func TestMCPArgumentValidation(t *testing.T) {
 		{"workspace_delete", map[string]any{"id": ""}, []string{"id is required"}},
 		{"commit", map[string]any{"workspace": "w", "message": " "}, []string{"message is required"}},
 		{"diff", map[string]any{"workspace": ""}, []string{"workspace is required"}},
+		{"port_forward", map[string]any{"workspace": "w", "port": 70000}, []string{"port must be between 1 and 65535"}},
+		{"port_forward", map[string]any{"workspace": "", "port": 80}, []string{"workspace is required"}},
 	} {
 		mustFail(t, cs, tc.tool, tc.args, tc.parts...)
 	}

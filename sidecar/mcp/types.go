@@ -271,3 +271,18 @@ type LogOut struct {
 	Entries []LogEntry `json:"entries" jsonschema:"The latest events, oldest first."`
 	Total   int        `json:"total" jsonschema:"How many events the log holds."`
 }
+
+// PortForwardIn is port_forward's arguments.
+type PortForwardIn struct {
+	Workspace string `json:"workspace" jsonschema:"The workspace's name or id."`
+	Port      int    `json:"port" jsonschema:"The TCP port a server listens on inside the workspace (1-65535)."`
+	Close     bool   `json:"close,omitempty" jsonschema:"Stop forwarding the port instead (its open connections are closed)."`
+}
+
+// PortForwardOut is port_forward's result.
+type PortForwardOut struct {
+	Port    int    `json:"port" jsonschema:"The port inside the workspace."`
+	Address string `json:"address,omitempty" jsonschema:"Where the port is reachable on the user's machine (host:port); empty once closed."`
+	URL     string `json:"url,omitempty" jsonschema:"The same address as an http:// URL."`
+	Closed  bool   `json:"closed,omitempty" jsonschema:"Whether the forward was closed."`
+}

@@ -163,6 +163,7 @@ func (w *workspace) adopt(ctx context.Context) {
 			m.log.Warn("adopt: the workspace's agent does not answer", "workspace_id", md.ID, "err", err)
 		}
 	}
+	w.restoreForwards(ctx)
 	m.log.Info("workspace adopted", "workspace_id", md.ID, "name", md.Name, "status", w.view().Status)
 }
 

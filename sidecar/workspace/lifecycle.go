@@ -200,6 +200,7 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	w.deleted = true
 	md, repo, l := w.meta, w.repo, w.log
 	w.mu.Unlock()
+	w.closeForwards()
 	w.closeAgent()
 	if err := m.eng.Remove(ctx, md.ContainerID); err != nil {
 		m.log.Warn("remove container", "workspace_id", md.ID, "err", err)

@@ -58,6 +58,8 @@ type Config struct {
 	// AdoptWait bounds how long a call waits for its workspace's adoption
 	// (30 s).
 	AdoptWait time.Duration
+	// PortHost is the host address forwarded ports listen on (127.0.0.1).
+	PortHost string
 	// AgentStartTimeout bounds waiting for a started agent to answer (15 s).
 	AgentStartTimeout time.Duration
 	// GitAuthor signs patina's commits.
@@ -93,6 +95,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AdoptWait == 0 {
 		c.AdoptWait = 30 * time.Second
+	}
+	if c.PortHost == "" {
+		c.PortHost = "127.0.0.1"
 	}
 	if c.AgentStartTimeout == 0 {
 		c.AgentStartTimeout = 15 * time.Second
@@ -143,6 +148,8 @@ type meta struct {
 	Stopped bool `json:"stopped,omitempty"`
 	// AgentToken authenticates the sidecar to the workspace's agent.
 	AgentToken string `json:"agent_token,omitempty"`
+	// Ports are the workspace's forwarded ports.
+	Ports []portRecord `json:"ports,omitempty"`
 	// Legacy (format 1) fields, kept to migrate.
 	GitCommonDir string `json:"git_common_dir,omitempty"`
 	GitDir       string `json:"git_dir,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type workspace struct {
 	log     *eventLog
 	ag      agentState
 	watch   context.CancelFunc // stops watching the agent's connection
+	fwd     map[int]*forward   // forwarded ports, by port inside
 }
 
 // agentState is what the API says of a workspace's agent.
@@ -184,6 +186,10 @@ func (w *workspace) view() client.Workspace {
 		}
 		v.Agent = a
 	}
+	for _, f := range w.fwd {
+		v.Ports = append(v.Ports, f.view())
+	}
+	sort.Slice(v.Ports, func(i, j int) bool { return v.Ports[i].Port < v.Ports[j].Port })
 	return v
 }
 
@@ -413,6 +419,7 @@ func (w *workspace) watchAgent(c *agent.Client) {
 // release lets go of the agent (Close of the Manager) without stopping
 // anything.
 func (w *workspace) release() {
+	w.closeForwards()
 	w.mu.Lock()
 	c, l, watch := w.agent, w.log, w.watch
 	w.watch = nil

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"net"
+
 	"github.com/spf13/cobra"
 
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/bench"
 )
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -16,7 +20,31 @@ sessions, files and git repository and serves them to the sidecar on an abstract
 unix socket in the container's network namespace. You do not run these commands
 yourself.`,
 	})
-	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a))
+	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a))
+	return cmd
+}
+
+func newAgentTestServerCmd(a *app) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "test-server",
+		Short: "Serve the HTTP test server of patina's port-forwarding tests and bench",
+		Long: `Serve a small HTTP server (/hello, /bytes?n=N, /stream?n=K&ms=M, POST /echo and
+/upgrade, which switches protocols and echoes raw bytes) that patina's tests and
+"patina bench" run inside a workspace to measure and check port forwarding.`,
+		Example: `  /.patina/bin/patina agent test-server --listen 0.0.0.0:3000 &`,
+		Hidden:  true,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "test server listening on %s\n", ln.Addr())
+			return bench.ServeTestHTTP(cmd.Context(), ln)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "listen", "127.0.0.1:3000", "the address to listen on")
 	return cmd
 }
 

@@ -65,6 +65,8 @@ func hintFor(code string) string {
 		return "The session runs another command; wait for it, or use another session (--session)."
 	case client.CodeEnded:
 		return "Run in another session (--session NAME), or start this one again in a new shell with `patina exec --fresh` (its history is deleted)."
+	case client.CodeNotListening:
+		return "Start the server inside the workspace first (it may listen on 127.0.0.1, ::1 or all addresses), then forward its port."
 	}
 	return ""
 }

@@ -28,6 +28,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
   patina ws diff fix-tests --stat
   patina ws commit fix-tests -m "Fix the flaky test"
   patina ws merge fix-tests --into main
+  patina ws port fix-tests 3000
   patina ws rm fix-tests`,
 	})
 	cmd.AddCommand(
@@ -42,6 +43,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
 		newWsMergeCmd(a),
 		newWsApplyCmd(a),
 		newWsLogCmd(a),
+		newWsPortCmd(a),
 	)
 	return cmd
 }
