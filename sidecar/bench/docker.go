@@ -27,6 +27,7 @@ type DockerAPI interface {
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
 	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
 	ContainerTop(ctx context.Context, containerID string, arguments []string) (container.TopResponse, error)
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 }
 
 var _ DockerAPI = (*client.Client)(nil)

@@ -41,6 +41,12 @@ type Options struct {
 	// path of a remote engine or a sidecar in a container), on a second
 	// sidecar started with --agent-transport exec (default 200).
 	RelaySamples int
+	// PortSamples is the number of HTTP requests timed through a forwarded
+	// port and to the container's address each (default 500); PortBytes
+	// the size of the response whose throughput is measured both ways
+	// (default 512 MB).
+	PortSamples int
+	PortBytes   int64
 	// Progress receives a line per step (default: discarded).
 	Progress io.Writer
 	// StartTimeout bounds the sidecar's start (default 30 s).
@@ -77,6 +83,10 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.GitFiles, 10_000)
 	def(&o.RelaySamples, 200)
+	def(&o.PortSamples, 500)
+	if o.PortBytes <= 0 {
+		o.PortBytes = 512_000_000
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

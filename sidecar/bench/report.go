@@ -60,6 +60,8 @@ type Report struct {
 	// GitStatus: `git status` in a workspace against the same in the
 	// user's repository, same run.
 	GitStatus GitStatus `json:"git_status"`
+	// Ports: a forwarded port against the container's own address.
+	Ports Ports `json:"ports"`
 
 	// Checks are the figures judged against the targets.
 	Checks []Check `json:"checks"`
@@ -208,6 +210,11 @@ func (r Report) WriteText(w io.Writer) error {
 		fmtMS(r.RelayExec.P50MS)+" / "+fmtMS(r.RelayExec.P90MS), "", "")
 	judged(8)
 	row("git status in the workspace / the repository", fmtMS(r.GitStatus.WorkspaceMS)+" / "+fmtMS(r.GitStatus.RepoMS), "", "")
+	p := r.Ports
+	row(fmt.Sprintf("HTTP GET p50 forwarded / direct (%d samples)", p.Forwarded.Samples),
+		fmtMS(p.Forwarded.P50MS)+" / "+fmtMS(p.Direct.P50MS)+fmt.Sprintf(" (+%s)", fmtMS(p.AddedP50MS)), "", "")
+	row(fmt.Sprintf("HTTP %s forwarded / direct", fmtBytes(p.ForwardedBytes.Bytes)),
+		fmt.Sprintf("%.0f / %.0f MB/s (%.2f×)", p.ForwardedBytes.MBPerSecond, p.DirectBytes.MBPerSecond, p.ThroughputRatio), "", "")
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -170,6 +170,11 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 
+	r.progress("%d HTTP requests and %s through a forwarded port and to the container's address", o.PortSamples, fmtBytes(o.PortBytes))
+	if rep.Ports, err = r.ports(ctx, ws.ID, ws.ContainerID); err != nil {
+		return err
+	}
+
 	r.progress("git status in a workspace of %d files and in its repository", o.GitFiles)
 	if rep.GitStatus, err = r.gitStatus(ctx); err != nil {
 		return err

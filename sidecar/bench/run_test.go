@@ -37,6 +37,8 @@ func TestRunTiny(t *testing.T) {
 		DiffBytes:     1 << 20,
 		GitFiles:      50,
 		RelaySamples:  5,
+		PortSamples:   5,
+		PortBytes:     1 << 20,
 		Progress:      &progress,
 	})
 	if err != nil {
@@ -62,6 +64,10 @@ func TestRunTiny(t *testing.T) {
 		rep.RelayExec.Samples != 5 || rep.GitStatus.Ratio <= 0 {
 		t.Errorf("unexpected new figures: agent %d, after load %d, stream %+v, diff %+v, relay %+v, git %+v",
 			rep.AgentRSSBytes, rep.RSS.AfterLoadBytes, rep.Stream, rep.Diff, rep.RelayExec, rep.GitStatus)
+	}
+	if p := rep.Ports; p.Forwarded.Samples != 5 || p.Direct.Samples != 5 || p.ForwardedBytes.Bytes != 1<<20 ||
+		p.DirectBytes.Bytes != 1<<20 || p.ThroughputRatio <= 0 {
+		t.Errorf("unexpected port figures: %+v", p)
 	}
 	if rep.Version == "" {
 		t.Error("exp the sidecar's version")
