@@ -59,6 +59,11 @@ type Config struct {
 	// Docker is the Docker API (default: a client from the environment,
 	// DOCKER_HOST etc., with API version negotiation).
 	Docker DockerAPI
+	// IdleStop stops workspaces idle for this long (0: never), unless a
+	// workspace's own idle_stop says otherwise; IdleCheck is how often they
+	// are looked at (default 10 s).
+	IdleStop  time.Duration
+	IdleCheck time.Duration
 	// AgentTransport is how the sidecar reaches workspaces' agents: auto
 	// (default), netns or exec (see container.Config).
 	AgentTransport string

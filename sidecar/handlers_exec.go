@@ -47,7 +47,9 @@ func (s *Service) handleExec(w http.ResponseWriter, r *http.Request) {
 			}
 			return // the client went away; the command was stopped
 		}
-		writeJSON(w, http.StatusOK, execResult(res, true))
+		out := execResult(res.ExecResult, true)
+		out.Resumed = res.Resumed
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 

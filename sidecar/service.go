@@ -100,6 +100,8 @@ func New(cfg Config) (*Service, error) {
 		MaxFileBytes:    cfg.MaxFileBytes,
 		InterruptGrace:  cfg.InterruptGrace,
 		StopTimeout:     cfg.StopTimeout,
+		IdleStop:        cfg.IdleStop,
+		IdleCheck:       cfg.IdleCheck,
 		GitAuthor:       worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
 		Logger:          logger,
 	}, eng, images)

@@ -36,6 +36,11 @@ type CreateWorkspaceRequest struct {
 	PidsLimit int64   `json:"pids_limit,omitempty"`
 	// Network is "bridge" (default) or "none".
 	Network string `json:"network,omitempty"`
+	// IdleStop stops the workspace after this long without activity (a Go
+	// duration from 1s to 720h: "15m"); "0": never; empty: the sidecar's
+	// --idle-stop. The next exec, session call or port connection starts
+	// it again, with each session's state.
+	IdleStop string `json:"idle_stop,omitempty"`
 }
 
 // Workspace describes a workspace.
@@ -71,6 +76,10 @@ type Workspace struct {
 	CreatedAt   time.Time         `json:"created_at"`
 	// Ports are its forwarded ports (POST /v1/workspaces/{id}/ports).
 	Ports []PortForward `json:"ports,omitempty"`
+	// IdleStop is how long it may be idle before it is stopped (absent:
+	// never). A workspace stopped for being idle says so in Error, and is
+	// started again by its next use.
+	IdleStop string `json:"idle_stop,omitempty"`
 }
 
 // AgentStatus describes a workspace's agent.
@@ -164,6 +173,9 @@ type ExecResult struct {
 	Interrupted     bool    `json:"interrupted"`
 	SessionEnded    bool    `json:"session_ended"`
 	ShellReplaced   bool    `json:"shell_replaced,omitempty"`
+	// Resumed: the workspace had been stopped for being idle and was
+	// started again to run this command (its sessions' state restored).
+	Resumed bool `json:"resumed,omitempty"`
 	Notice          string  `json:"notice,omitempty"`
 	Cwd             string  `json:"cwd,omitempty"`
 	DurationMS      float64 `json:"duration_ms"`

@@ -63,6 +63,7 @@ func (m *Manager) Adopt() (adopted <-chan struct{}) {
 		m.log.Info("adoption done", "workspaces", len(wss))
 	}()
 	go m.eng.Watch(m.bg, m.onContainerEvent)
+	go m.reapIdle(m.bg)
 	return done
 }
 

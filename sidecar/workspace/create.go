@@ -79,6 +79,9 @@ func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
 	if req.Image == "" {
 		req.Image = m.cfg.DefaultImage
 	}
+	if err := parseIdleStop(req.IdleStop); err != nil {
+		return err
+	}
 	if req.Repo != "" && !m.eng.Local() {
 		return fmt.Errorf("%w: repository workspaces need the Docker engine on the sidecar's host (their files and the repository's objects are mounted from it); this sidecar's engine is remote: create a scratch workspace (no repo) there", ErrUnsupported)
 	}
@@ -126,6 +129,7 @@ func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest)
 		Name:       req.Name,
 		Image:      req.Image,
 		Network:    req.Network,
+		IdleStop:   req.IdleStop,
 		MemoryMB:   req.MemoryMB,
 		CPUs:       req.CPUs,
 		PidsLimit:  req.PidsLimit,

@@ -33,26 +33,27 @@ func (req ExecRequest) agent(sid string) (agent.ExecRequest, error) {
 // Exec runs a command in a session ("default" is created on first use)
 // and waits for it. If ctx ends first, the command is stopped (SIGINT,
 // grace, SIGKILL) and its result comes back with ctx's error.
-func (m *Manager) Exec(ctx context.Context, idOrName, sid string, req ExecRequest) (session.ExecResult, error) {
+func (m *Manager) Exec(ctx context.Context, idOrName, sid string, req ExecRequest) (ExecResult, error) {
 	if err := session.ValidateID(sid); err != nil {
-		return session.ExecResult{}, err
+		return ExecResult{}, err
 	}
 	areq, err := req.agent(sid)
 	if err != nil {
-		return session.ExecResult{}, err
+		return ExecResult{}, err
 	}
-	w, c, err := m.agentFor(ctx, idOrName)
+	w, c, resumed, err := m.agentResuming(ctx, idOrName)
 	if err != nil {
-		return session.ExecResult{}, err
+		return ExecResult{}, err
 	}
 	res, err := c.Exec(ctx, areq, req.Stdin)
 	if res.CommandID != "" {
 		w.logCommand(sid, req.Command, res)
 	}
+	out := ExecResult{ExecResult: res, Resumed: resumed}
 	if err != nil && res.CommandID == "" {
-		return res, w.explain(err)
+		return out, w.explain(err)
 	}
-	return res, err
+	return out, err
 }
 
 // StartCommand starts a command and returns its id; the command's end is logged.

@@ -52,6 +52,7 @@ func (w *workspace) stop(ctx context.Context) error {
 	w.mu.Lock()
 	c, status := w.agent, w.status
 	w.meta.Stopped = true
+	w.meta.IdleStopped = false // idle stop sets it again after
 	w.mu.Unlock()
 	if c != nil && status == client.StatusRunning {
 		w.saveCache(ctx, c)

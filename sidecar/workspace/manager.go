@@ -194,15 +194,26 @@ func (m *Manager) repo(ctx context.Context, path string) (*worktree.Repo, error)
 // agentFor finds a running workspace (waiting for its adoption) and the
 // client of its agent.
 func (m *Manager) agentFor(ctx context.Context, idOrName string) (*workspace, *agent.Client, error) {
+	w, c, _, err := m.agentResuming(ctx, idOrName)
+	return w, c, err
+}
+
+// agentResuming is agentFor that also says whether the workspace had to be
+// resumed after an idle stop.
+func (m *Manager) agentResuming(ctx context.Context, idOrName string) (*workspace, *agent.Client, bool, error) {
 	w, err := m.ready(ctx, idOrName)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
+	}
+	resumed, err := w.resumeIfIdle(ctx)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	c, err := w.client()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return w, c, nil
+	return w, c, resumed, nil
 }
 
 // ready finds a workspace whose adoption is over.
@@ -214,6 +225,7 @@ func (m *Manager) ready(ctx context.Context, idOrName string) (*workspace, error
 	if err := w.waitAdopted(ctx, m.cfg.AdoptWait); err != nil {
 		return nil, err
 	}
+	w.touch()
 	return w, nil
 }
 

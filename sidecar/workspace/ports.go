@@ -288,6 +288,12 @@ func (w *workspace) tunnel(f *forward, nc net.Conn) {
 	defer nc.Close()
 	f.conns.Add(1)
 	defer f.conns.Add(-1)
+	w.touch()
+	defer w.touch()
+	if _, err := w.resumeIfIdle(f.ctx); err != nil {
+		w.m.log.Warn("port forward: resume the workspace", "workspace_id", w.id(), "port", f.rec.Port, "err", err)
+		return
+	}
 	ag, err := w.client()
 	if err != nil {
 		w.m.log.Debug("port forward: workspace not running", "workspace_id", w.id(), "port", f.rec.Port, "err", err)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -60,6 +61,11 @@ type Config struct {
 	AdoptWait time.Duration
 	// PortHost is the host address forwarded ports listen on (127.0.0.1).
 	PortHost string
+	// IdleStop stops a running workspace with no activity for this long
+	// (0: never), unless its own idle_stop says otherwise; IdleCheck is how
+	// often workspaces are looked at (10 s).
+	IdleStop  time.Duration
+	IdleCheck time.Duration
 	// AgentStartTimeout bounds waiting for a started agent to answer (15 s).
 	AgentStartTimeout time.Duration
 	// GitAuthor signs patina's commits.
@@ -150,6 +156,11 @@ type meta struct {
 	AgentToken string `json:"agent_token,omitempty"`
 	// Ports are the workspace's forwarded ports.
 	Ports []portRecord `json:"ports,omitempty"`
+	// IdleStop is the request's idle_stop ("" for the server's default);
+	// IdleStopped says the workspace was stopped for being idle (the next
+	// use starts it again).
+	IdleStop    string `json:"idle_stop,omitempty"`
+	IdleStopped bool   `json:"idle_stopped,omitempty"`
 	// Legacy (format 1) fields, kept to migrate.
 	GitCommonDir string `json:"git_common_dir,omitempty"`
 	GitDir       string `json:"git_dir,omitempty"`
@@ -162,6 +173,13 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// Stdin is the command's input; nil: EOF.
 	Stdin []byte
+}
+
+// ExecResult is a command's result, and whether its workspace had to be
+// resumed after an idle stop to run it.
+type ExecResult struct {
+	session.ExecResult
+	Resumed bool
 }
 
 // OutputRequest reads a command's stdout or stderr.

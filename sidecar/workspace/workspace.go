@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"sync"
 	"time"
 
@@ -40,6 +41,8 @@ type workspace struct {
 	ag      agentState
 	watch   context.CancelFunc // stops watching the agent's connection
 	fwd     map[int]*forward   // forwarded ports, by port inside
+	// lastActive is the time of the last activity (unix ns), for idle stop.
+	lastActive atomic.Int64
 }
 
 // agentState is what the API says of a workspace's agent.
@@ -53,13 +56,15 @@ type agentState struct {
 }
 
 func newWorkspace(m *Manager, md meta) *workspace {
-	return &workspace{
+	w := &workspace{
 		m:       m,
 		dir:     filepath.Join(m.cfg.StateDir, "workspaces", md.ID),
 		life:    make(chan struct{}, 1),
 		adopted: make(chan struct{}),
 		meta:    md,
 	}
+	w.touch()
+	return w
 }
 
 // lock takes the lifecycle lock of a workspace that is not deleted.
@@ -188,6 +193,9 @@ func (w *workspace) view() client.Workspace {
 	}
 	for _, f := range w.fwd {
 		v.Ports = append(v.Ports, f.view())
+	}
+	if d := w.idleStopLocked(); d > 0 {
+		v.IdleStop = d.String()
 	}
 	sort.Slice(v.Ports, func(i, j int) bool { return v.Ports[i].Port < v.Ports[j].Port })
 	return v

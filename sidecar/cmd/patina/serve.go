@@ -36,6 +36,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		Version:        version,
 		DefaultImage:   s.Image,
 		AgentTransport: s.Transport,
+		IdleStop:       s.IdleStop,
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ type serveOptions struct {
 	transport                    string
 	logLevel, logFormat          string
 	shutdownTimeout              time.Duration
+	idleStop                     time.Duration
 }
 
 // serveSettings are serve's flags resolved against the environment.
@@ -26,6 +27,7 @@ type serveSettings struct {
 	Transport                    string
 	Logger                       *slog.Logger
 	ShutdownTimeout              time.Duration
+	IdleStop                     time.Duration
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -70,6 +72,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight when stopping")
+	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection starts it again")
 	return cmd
 }
 
@@ -97,6 +100,10 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.image == "" {
 		return s, usagef("--image must not be empty")
 	}
+	if o.idleStop < 0 || (o.idleStop > 0 && o.idleStop < time.Second) || o.idleStop > 720*time.Hour {
+		return s, usagef("--idle-stop must be 0 (never) or between 1s and 720h, not %s", o.idleStop)
+	}
+	s.IdleStop = o.idleStop
 	switch o.transport {
 	case "":
 		o.transport = "auto"

@@ -13,6 +13,7 @@ import (
 
 type wsCreateOptions struct {
 	name, repo, base, image, network string
+	idleStop                         string
 	env                              []string
 	memoryMB, pids                   int64
 	cpus                             float64
@@ -65,6 +66,7 @@ it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
 	f.Float64Var(&o.cpus, "cpus", 0, "CPU limit, e.g. 1.5 (default: the sidecar's, 2)")
 	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
 	f.StringVar(&o.network, "network", "", `"bridge" (default) or "none"`)
+	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop); its next use starts it again`)
 	f.BoolVar(&o.json, "json", false, "print the workspace as JSON")
 	return cmd
 }
@@ -79,6 +81,7 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 		CPUs:      o.cpus,
 		PidsLimit: o.pids,
 		Network:   o.network,
+		IdleStop:  o.idleStop,
 	}
 	if o.repo != "" {
 		abs, err := filepath.Abs(o.repo)

@@ -1,0 +1,200 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// MaxIdleStop bounds a workspace's idle_stop.
+const MaxIdleStop = 30 * 24 * time.Hour
+
+// What counts as activity, for idle stop: any API call that names the
+// workspace and reaches it (exec, sessions, output, files, git, ports,
+// lifecycle: everything that goes through ready), a command running in any
+// of its sessions, and a connection open through one of its forwarded
+// ports. Listing or showing workspaces does not count (a dashboard that
+// polls would keep every workspace up).
+
+// touch records activity now.
+func (w *workspace) touch() { w.lastActive.Store(time.Now().UnixNano()) }
+
+// idleFor is how long the workspace has had no recorded activity.
+func (w *workspace) idleFor(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, w.lastActive.Load()))
+}
+
+// idleStop is the workspace's idle-stop setting: its own, else the
+// server's; 0: never.
+func (w *workspace) idleStop() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.idleStopLocked()
+}
+
+func (w *workspace) idleStopLocked() time.Duration {
+	s := w.meta.IdleStop
+	if s == "" {
+		return w.m.cfg.IdleStop
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
+// parseIdleStop checks a request's idle_stop: "" (the server's default),
+// "0" (never) or a duration from 1s to MaxIdleStop.
+func parseIdleStop(s string) error {
+	if s == "" || s == "0" {
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > MaxIdleStop {
+		return fmt.Errorf("%w: idle_stop must be a duration from 1s to %s (e.g. \"15m\"), \"0\" for never, or empty for the server's default; got %q", ErrInvalid, MaxIdleStop, s)
+	}
+	return nil
+}
+
+// idleCheckEvery is how often the reaper looks at workspaces.
+func (m *Manager) idleCheckEvery() time.Duration {
+	if m.cfg.IdleCheck > 0 {
+		return m.cfg.IdleCheck
+	}
+	return 10 * time.Second
+}
+
+// reapIdle stops, every idleCheckEvery, the running workspaces idle for
+// longer than their idle_stop, until ctx ends.
+func (m *Manager) reapIdle(ctx context.Context) {
+	t := time.NewTicker(m.idleCheckEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.RLock()
+		wss := make([]*workspace, 0, len(m.workspaces))
+		for _, w := range m.workspaces {
+			wss = append(wss, w)
+		}
+		m.mu.RUnlock()
+		for _, w := range wss {
+			w.maybeIdleStop(ctx)
+		}
+	}
+}
+
+// maybeIdleStop stops the workspace if it has been idle long enough: no
+// recorded activity, no open port connection, no running command (asked of
+// its agent; a command running counts as activity now).
+func (w *workspace) maybeIdleStop(ctx context.Context) {
+	limit := w.idleStop()
+	if limit <= 0 || w.runningErr() != nil || w.idleFor(time.Now()) < limit {
+		return
+	}
+	if w.portConns() > 0 {
+		w.touch()
+		return
+	}
+	c, err := w.client()
+	if err != nil {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	infos, err := c.Sessions(qctx)
+	cancel()
+	if err != nil {
+		return // an agent that does not answer is not known to be idle
+	}
+	for _, inf := range infos {
+		if inf.State == session.StateRunning {
+			w.touch()
+			return
+		}
+	}
+	// Take the lifecycle lock only if it is free: a workspace being changed
+	// is not idle.
+	select {
+	case w.life <- struct{}{}:
+	default:
+		return
+	}
+	defer func() { <-w.life }()
+	if w.idleFor(time.Now()) < limit || w.runningErr() != nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, lifecycleTimeout)
+	defer cancel()
+	idle := w.idleFor(time.Now()).Round(time.Second)
+	if err := w.stop(sctx); err != nil {
+		w.m.log.Warn("idle stop", "workspace_id", w.id(), "err", err)
+		return
+	}
+	w.mu.Lock()
+	w.meta.IdleStopped = true
+	w.why = fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit)
+	w.mu.Unlock()
+	if err := w.save(sctx); err != nil {
+		w.m.log.Warn("idle stop: save", "workspace_id", w.id(), "err", err)
+	}
+	w.logEvent(worktree.Event{Kind: "stopped", Message: "idle for " + idle.String()})
+	w.m.log.Info("workspace stopped: idle", "workspace_id", w.id(), "idle", idle)
+}
+
+// portConns counts the connections open through the workspace's forwards.
+func (w *workspace) portConns() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, f := range w.fwd {
+		n += int(f.conns.Load())
+	}
+	return n
+}
+
+// resumeIfIdle starts a workspace that idle stop stopped; true if it did.
+// A workspace stopped by request, or whose container died, is left as it
+// is (its caller gets ErrStopped, saying why).
+func (w *workspace) resumeIfIdle(ctx context.Context) (bool, error) {
+	if !errors.Is(w.runningErr(), ErrStopped) {
+		return false, nil
+	}
+	w.mu.Lock()
+	idle := w.meta.IdleStopped && w.meta.Stopped
+	w.mu.Unlock()
+	if !idle {
+		return false, nil
+	}
+	unlock, err := w.lock(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if w.runningErr() == nil { // another caller resumed it meanwhile
+		return false, nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lifecycleTimeout)
+	defer cancel()
+	if err := w.start(sctx); err != nil {
+		return false, fmt.Errorf("resume workspace %s after its idle stop: %w", w.name(), err)
+	}
+	w.mu.Lock()
+	w.meta.IdleStopped = false
+	w.notice = "resumed at " + time.Now().UTC().Format(time.RFC3339) + " after an idle stop"
+	w.mu.Unlock()
+	if err := w.save(sctx); err != nil {
+		w.m.log.Warn("resume: save", "workspace_id", w.id(), "err", err)
+	}
+	w.touch()
+	w.m.log.Info("workspace resumed after an idle stop", "workspace_id", w.id())
+	return true, nil
+}
+
