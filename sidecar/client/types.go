@@ -155,30 +155,30 @@ type ExecRequest struct {
 // tail, *Truncated is set and *Bytes gives the full size (read the rest from
 // .../commands/{cid}/stdout?offset=N).
 type ExecResult struct {
-	CommandID       string  `json:"command_id"`
-	ExitCode        int     `json:"exit_code"`
-	Stdout          string  `json:"stdout"`
-	Stderr          string  `json:"stderr"`
-	StdoutBase64    string  `json:"stdout_base64,omitempty"`
-	StderrBase64    string  `json:"stderr_base64,omitempty"`
-	StdoutTail      string  `json:"stdout_tail,omitempty"`
-	StderrTail      string  `json:"stderr_tail,omitempty"`
-	StdoutTailB64   string  `json:"stdout_tail_base64,omitempty"`
-	StderrTailB64   string  `json:"stderr_tail_base64,omitempty"`
-	StdoutBytes     int64   `json:"stdout_bytes"`
-	StderrBytes     int64   `json:"stderr_bytes"`
-	StdoutTruncated bool    `json:"stdout_truncated"`
-	StderrTruncated bool    `json:"stderr_truncated"`
-	TimedOut        bool    `json:"timed_out"`
-	Interrupted     bool    `json:"interrupted"`
-	SessionEnded    bool    `json:"session_ended"`
-	ShellReplaced   bool    `json:"shell_replaced,omitempty"`
+	CommandID       string `json:"command_id"`
+	ExitCode        int    `json:"exit_code"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutBase64    string `json:"stdout_base64,omitempty"`
+	StderrBase64    string `json:"stderr_base64,omitempty"`
+	StdoutTail      string `json:"stdout_tail,omitempty"`
+	StderrTail      string `json:"stderr_tail,omitempty"`
+	StdoutTailB64   string `json:"stdout_tail_base64,omitempty"`
+	StderrTailB64   string `json:"stderr_tail_base64,omitempty"`
+	StdoutBytes     int64  `json:"stdout_bytes"`
+	StderrBytes     int64  `json:"stderr_bytes"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	TimedOut        bool   `json:"timed_out"`
+	Interrupted     bool   `json:"interrupted"`
+	SessionEnded    bool   `json:"session_ended"`
+	ShellReplaced   bool   `json:"shell_replaced,omitempty"`
 	// Resumed: the workspace had been stopped for being idle and was
 	// started again to run this command (its sessions' state restored).
-	Resumed bool `json:"resumed,omitempty"`
-	Notice          string  `json:"notice,omitempty"`
-	Cwd             string  `json:"cwd,omitempty"`
-	DurationMS      float64 `json:"duration_ms"`
+	Resumed    bool    `json:"resumed,omitempty"`
+	Notice     string  `json:"notice,omitempty"`
+	Cwd        string  `json:"cwd,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
 }
 
 // StdoutData returns stdout's bytes exactly (the head, when truncated).

@@ -197,4 +197,3 @@ func (w *workspace) resumeIfIdle(ctx context.Context) (bool, error) {
 	w.m.log.Info("workspace resumed after an idle stop", "workspace_id", w.id())
 	return true, nil
 }
-

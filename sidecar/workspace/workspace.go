@@ -7,8 +7,8 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent"
