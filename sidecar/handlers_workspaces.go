@@ -21,6 +21,20 @@ func (s *Service) handleCreateWorkspace(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, http.StatusCreated, ws)
 }
 
+func (s *Service) handleForkWorkspace(w http.ResponseWriter, r *http.Request) {
+	var req client.ForkWorkspaceRequest
+	if err := decode(w, r, &req, s.cfg.MaxBodyBytes, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	ws, err := s.mgr.Fork(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ws)
+}
+
 func (s *Service) handleListWorkspaces(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.mgr.List())
 }

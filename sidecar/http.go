@@ -24,6 +24,7 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("GET /v1/workspaces/{id}", s.handleGetWorkspace)
 	mux.HandleFunc("POST /v1/workspaces/{id}/stop", s.handleStopWorkspace)
 	mux.HandleFunc("POST /v1/workspaces/{id}/start", s.handleStartWorkspace)
+	mux.HandleFunc("POST /v1/workspaces/{id}/fork", s.handleForkWorkspace)
 	mux.HandleFunc("DELETE /v1/workspaces/{id}", s.handleDeleteWorkspace)
 
 	mux.HandleFunc("POST /v1/workspaces/{id}/sessions", s.handleCreateSession)

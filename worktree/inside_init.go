@@ -64,6 +64,14 @@ func (in *Inside) init(ctx context.Context, req InitRequest) (InitResult, error)
 			if err := in.writeAlternates(req.Alternates); err != nil {
 				return InitResult{}, err
 			}
+			if req.Rename {
+				cur, err := in.run(ctx, nil, "symbolic-ref", "-q", "HEAD")
+				if err == nil && cur != ref {
+					if _, err := in.run(ctx, nil, "branch", "-m", "--", strings.TrimPrefix(ref, "refs/heads/")); err != nil {
+						return InitResult{}, err
+					}
+				}
+			}
 			head, err := in.head(ctx)
 			return InitResult{Head: head}, err
 		}

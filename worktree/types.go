@@ -297,6 +297,9 @@ type InitRequest struct {
 	// Identity, if set, is written to the repository's config as user.name
 	// and user.email, so `git commit` works for the agent.
 	Identity *Signature
+	// Rename, on a repository that is already complete (a fork's copy of
+	// another workspace's), renames the branch HEAD is on to Branch.
+	Rename bool
 }
 
 // InitResult is what Inside.Init did.

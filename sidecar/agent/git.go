@@ -17,7 +17,7 @@ func WorkspaceGit(workdir string, log *slog.Logger) Git {
 type insideGit struct{ in *worktree.Inside }
 
 func (g insideGit) Init(ctx context.Context, req GitInitRequest) error {
-	ireq := worktree.InitRequest{Branch: req.Branch, Base: req.Base, Alternates: req.Alternates, KeepFiles: req.KeepFiles}
+	ireq := worktree.InitRequest{Branch: req.Branch, Base: req.Base, Alternates: req.Alternates, KeepFiles: req.KeepFiles, Rename: req.Rename}
 	if req.UserName != "" && req.UserEmail != "" {
 		ireq.Identity = &worktree.Signature{Name: req.UserName, Email: req.UserEmail}
 	}

@@ -371,6 +371,7 @@ type GitInitRequest struct {
 	Base       string   `json:"base"`
 	Alternates []string `json:"alternates,omitempty"`
 	KeepFiles  bool     `json:"keep_files,omitempty"`
+	Rename     bool     `json:"rename,omitempty"`
 	UserName   string   `json:"user_name,omitempty"`
 	UserEmail  string   `json:"user_email,omitempty"`
 }

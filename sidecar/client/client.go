@@ -181,6 +181,15 @@ func (c *Client) StopWorkspace(ctx context.Context, ws string) (Workspace, error
 	return w, err
 }
 
+// ForkWorkspace makes a new workspace from ws: its container's filesystem,
+// files, repository (a new branch at its current commit) and sessions'
+// state; processes are not carried.
+func (c *Client) ForkWorkspace(ctx context.Context, ws string, req ForkWorkspaceRequest) (Workspace, error) {
+	var w Workspace
+	err := c.do(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/fork", req, &w)
+	return w, err
+}
+
 // ForwardPort makes a port inside a workspace reachable on the sidecar's
 // host loopback; asking again for a forwarded port returns it as it is.
 func (c *Client) ForwardPort(ctx context.Context, ws string, req ForwardPortRequest) (PortForward, error) {

@@ -76,6 +76,8 @@ type Workspace struct {
 	CreatedAt   time.Time         `json:"created_at"`
 	// Ports are its forwarded ports (POST /v1/workspaces/{id}/ports).
 	Ports []PortForward `json:"ports,omitempty"`
+	// ForkOf is the id of the workspace it was forked from, if it was.
+	ForkOf string `json:"fork_of,omitempty"`
 	// IdleStop is how long it may be idle before it is stopped (absent:
 	// never). A workspace stopped for being idle says so in Error, and is
 	// started again by its next use.
@@ -385,4 +387,11 @@ type PortForward struct {
 // PortList is the answer of GET /v1/workspaces/{id}/ports.
 type PortList struct {
 	Ports []PortForward `json:"ports"`
+}
+
+// ForkWorkspaceRequest is the body of POST /v1/workspaces/{id}/fork.
+type ForkWorkspaceRequest struct {
+	// Name names the new workspace (and its branch patina/<name>);
+	// generated when empty.
+	Name string `json:"name,omitempty"`
 }

@@ -48,3 +48,37 @@ func (s *server) portForward(ctx context.Context, in PortForwardIn) (string, Por
 	text := fmt.Sprintf("Port %d of workspace %s is reachable on the user's machine at %s (%s).", p.Port, in.Workspace, p.Address, p.URL)
 	return text, PortForwardOut{Port: p.Port, Address: p.Address, URL: p.URL}, nil
 }
+
+func (s *server) addForkTool(ms *mcp.Server) {
+	addTool(s, ms, &mcp.Tool{
+		Name:  "workspace_fork",
+		Title: "Fork a workspace",
+		Description: "Make a new workspace from an existing one, as it is now: its installed packages and other container changes, " +
+			"its files (uncommitted changes included), its git history (a new branch at its current commit) and each session's shell state " +
+			"(cwd, variables, functions, aliases). Running processes are not carried. Use it to try two approaches from the same point. " +
+			"Returns the new workspace: pass its name as workspace to the other tools.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, s.workspaceFork)
+}
+
+func (s *server) workspaceFork(ctx context.Context, in WorkspaceForkIn) (string, WorkspaceOut, error) {
+	if err := required("workspace", in.Workspace, "the name or id of the workspace to fork"); err != nil {
+		return "", WorkspaceOut{}, err
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var w client.Workspace
+	err := s.call(ctx, func(c *client.Client) (err error) {
+		w, err = c.ForkWorkspace(ctx, in.Workspace, client.ForkWorkspaceRequest{Name: in.Name})
+		return err
+	})
+	if err != nil {
+		return "", WorkspaceOut{}, err
+	}
+	text := fmt.Sprintf("Forked workspace %s into %q (id %s)", in.Workspace, w.Name, w.ID)
+	if w.Branch != "" {
+		text += fmt.Sprintf(", branch %s", w.Branch)
+	}
+	text += ". Its sessions have their state back in new shells; processes that ran in the original were not carried."
+	return text, workspaceOut(w), nil
+}

@@ -138,6 +138,7 @@ func New(c *client.Client, opts Options) *mcp.Server {
 	s.addFileTools(ms)
 	s.addGitTools(ms)
 	s.addPortTools(ms)
+	s.addForkTool(ms)
 	return ms
 }
 
@@ -147,7 +148,7 @@ var ToolNames = []string{
 	"run", "command_output", "command_signal",
 	"file_read", "file_write", "file_edit", "file_list", "file_delete",
 	"diff", "commit", "merge", "log",
-	"port_forward",
+	"port_forward", "workspace_fork",
 }
 
 // handler is a tool's logic: the text the model reads and the structured

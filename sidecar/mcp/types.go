@@ -286,3 +286,9 @@ type PortForwardOut struct {
 	URL     string `json:"url,omitempty" jsonschema:"The same address as an http:// URL."`
 	Closed  bool   `json:"closed,omitempty" jsonschema:"Whether the forward was closed."`
 }
+
+// WorkspaceForkIn is workspace_fork's arguments.
+type WorkspaceForkIn struct {
+	Workspace string `json:"workspace" jsonschema:"The workspace to fork (its name or id)."`
+	Name      string `json:"name,omitempty" jsonschema:"The new workspace's name (default: generated)."`
+}

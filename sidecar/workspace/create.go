@@ -104,6 +104,21 @@ func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest)
 	if err := m.validateCreate(&req); err != nil {
 		return client.Workspace{}, err
 	}
+	return m.create(ctx, req, nil)
+}
+
+// forkPlan is what create does differently for a fork: fill the new
+// workspace (image, volumes, files) before its container starts, and give
+// its sessions their shells back after its agent does.
+type forkPlan struct {
+	from string // the source workspace's id
+	// prepare runs once the new workspace has its id and host directory,
+	// before its container is created; it may change its meta (the image)
+	// and add undo steps.
+	prepare func(ctx context.Context, w *workspace, undo *[]func()) error
+}
+
+func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest, fork *forkPlan) (client.Workspace, error) {
 	if req.Name == "" {
 		req.Name = "ws-" + randomHex(4)
 	}
@@ -176,6 +191,13 @@ func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest)
 		}
 		undo = append(undo, func() { m.removeWorktreeDir(md.Worktree) })
 	}
+	if fork != nil {
+		w.meta.ForkOf = fork.from
+		if err := fork.prepare(ctx, w, &undo); err != nil {
+			return fail(err)
+		}
+		md = w.meta
+	}
 	cid, err := m.eng.Create(ctx, w.spec())
 	if err != nil {
 		return fail(err)
@@ -196,6 +218,14 @@ func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest)
 	if repo != nil {
 		if err := w.gitInit(ctx, false); err != nil {
 			return fail(err)
+		}
+	}
+	if fork != nil {
+		// The sessions came with the state volume, their shells did not:
+		// each gets a new one with the state of its last snapshot.
+		c, _ := w.agentClient()
+		if _, err := c.Revive(ctx, ""); err != nil {
+			m.log.Warn("fork: revive sessions", "workspace_id", md.ID, "err", err)
 		}
 	}
 	w.mu.Lock()

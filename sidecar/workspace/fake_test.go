@@ -70,6 +70,16 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 
 func (e *fakeEngine) Local() bool { return true }
 
+// Forking needs a real engine (a container commit, a copy in a helper
+// container): tests/fork_test.go runs it against Docker.
+func (e *fakeEngine) Commit(context.Context, string, string, string) error {
+	return errors.New("fake engine: no commit")
+}
+func (e *fakeEngine) CopyVolumes(context.Context, container.CopySpec) error {
+	return errors.New("fake engine: no copy")
+}
+func (e *fakeEngine) RemoveImage(context.Context, string) error { return nil }
+
 func (e *fakeEngine) Create(ctx context.Context, spec container.Spec) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err

@@ -66,7 +66,7 @@ func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
 	}
 	a := w.m.cfg.GitAuthor
 	err := c.GitInit(ctx, agent.GitInitRequest{
-		Branch: md.Branch, Base: base, Alternates: alts, KeepFiles: keepFiles,
+		Branch: md.Branch, Base: base, Alternates: alts, KeepFiles: keepFiles, Rename: md.ForkOf != "",
 		UserName: a.Name, UserEmail: a.Email,
 	})
 	if err != nil {

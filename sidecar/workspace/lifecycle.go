@@ -209,6 +209,12 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	if err := m.eng.RemoveVolumes(ctx, md.ID); err != nil {
 		m.log.Warn("remove volumes", "workspace_id", md.ID, "err", err)
 	}
+	if md.ForkImage != "" {
+		// A fork of this fork still uses it: then it stays, as Docker says.
+		if err := m.eng.RemoveImage(ctx, md.ForkImage); err != nil {
+			m.log.Warn("remove the fork's image", "workspace_id", md.ID, "image", md.ForkImage, "err", err)
+		}
+	}
 	if l != nil {
 		l.close()
 	}

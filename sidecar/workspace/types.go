@@ -25,6 +25,12 @@ type Engine interface {
 	List(ctx context.Context) ([]container.Owned, error)
 	Watch(ctx context.Context, fn func(workspaceID, containerID, action string))
 	StartAgent(ctx context.Context, containerID string, a container.AgentStart) error
+	// Commit saves a container's filesystem as an image; CopyVolumes copies
+	// a workspace's volumes (and host directory) into another's;
+	// RemoveImage removes a committed image.
+	Commit(ctx context.Context, containerID, workspaceID, ref string) error
+	CopyVolumes(ctx context.Context, spec container.CopySpec) error
+	RemoveImage(ctx context.Context, ref string) error
 	DialAgent(ctx context.Context, containerID string) (net.Conn, error)
 }
 
@@ -161,6 +167,11 @@ type meta struct {
 	// use starts it again).
 	IdleStop    string `json:"idle_stop,omitempty"`
 	IdleStopped bool   `json:"idle_stopped,omitempty"`
+	// ForkOf is the id of the workspace this one was forked from, and
+	// ForkImage the image committed from its container for it (removed
+	// with this workspace).
+	ForkOf    string `json:"fork_of,omitempty"`
+	ForkImage string `json:"fork_image,omitempty"`
 	// Legacy (format 1) fields, kept to migrate.
 	GitCommonDir string `json:"git_common_dir,omitempty"`
 	GitDir       string `json:"git_dir,omitempty"`

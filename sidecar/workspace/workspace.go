@@ -194,6 +194,7 @@ func (w *workspace) view() client.Workspace {
 	for _, f := range w.fwd {
 		v.Ports = append(v.Ports, f.view())
 	}
+	v.ForkOf = md.ForkOf
 	if d := w.idleStopLocked(); d > 0 {
 		v.IdleStop = d.String()
 	}

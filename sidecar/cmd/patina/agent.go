@@ -20,7 +20,7 @@ sessions, files and git repository and serves them to the sidecar on an abstract
 unix socket in the container's network namespace. You do not run these commands
 yourself.`,
 	})
-	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a))
+	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentCopyCmd(a))
 	return cmd
 }
 
@@ -106,5 +106,20 @@ spares it), so the container outlives whatever a workspace does to its processes
 		Example: `  /.patina/bin/patina agent pause`,
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return agent.Pause(cmd.Context()) },
+	}
+}
+
+func newAgentCopyCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "copy FROM TO",
+		Short: "Copy a tree without following links (forking a workspace)",
+		Long: `Copy the tree under FROM into the existing directory TO, as cp -a would without
+following any link: directories, regular files, symbolic links, FIFOs, with
+modes, owners and times; devices and sockets are left out. The sidecar runs it
+in a helper container to copy a workspace's volumes when it forks one.`,
+		Example: `  /.patina/bin/patina agent copy /from /to`,
+		Hidden:  true,
+		Args:    cobra.ExactArgs(2),
+		RunE:    func(cmd *cobra.Command, args []string) error { return agent.CopyTree(args[0], args[1]) },
 	}
 }

@@ -29,6 +29,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
   patina ws commit fix-tests -m "Fix the flaky test"
   patina ws merge fix-tests --into main
   patina ws port fix-tests 3000
+  patina ws fork fix-tests --name fix-tests-b
   patina ws rm fix-tests`,
 	})
 	cmd.AddCommand(
@@ -44,6 +45,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
 		newWsApplyCmd(a),
 		newWsLogCmd(a),
 		newWsPortCmd(a),
+		newWsForkCmd(a),
 	)
 	return cmd
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/spf13/cobra"
+)
+
+func newWsForkCmd(a *app) *cobra.Command {
+	var (
+		name   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fork SRC --name DST",
+		Short: "Make a new workspace from another, as it is now",
+		Long: `Make workspace DST from workspace SRC, as SRC is now:
+
+  - its container's filesystem outside /workspace (a docker commit: packages
+    installed with apt, files under /root, /etc, /usr/local...);
+  - its files, uncommitted changes and untracked files included;
+  - its own git repository, and for a workspace made from a repository a new
+    branch patina/DST at SRC's current commit (recorded on patina/SRC first);
+  - each session with its history and, in a new shell, its last state: cwd,
+    exported variables, functions, aliases, shell options.
+
+Processes running in SRC (servers, background jobs, a command in flight) are
+not carried: DST's sessions start new shells. SRC keeps running and is not
+changed (its container is paused for the moment it is committed). A stopped SRC
+is forked as it was when it stopped. DST gets SRC's image settings, limits,
+environment, network and idle-stop; deleting it also removes the image
+committed for it.`,
+		Example: `  patina ws fork fix-tests --name fix-tests-b
+  patina ws fork fix-tests --name try-2 --json`,
+		Args: wsArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				ws, err := c.ForkWorkspace(ctx, args[0], client.ForkWorkspaceRequest{Name: name})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(a.stdout, ws)
+				}
+				return printWorkspace(a.stdout, ws, a.now())
+			})
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the new workspace's name, also its branch patina/<name> (default: generated)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new workspace as JSON")
+	return cmd
+}

@@ -1,0 +1,99 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// Fork makes a new workspace from src: its container's filesystem outside
+// the workspace's files (a `docker commit`: installed packages, files under
+// /root and /etc...), its files with their uncommitted changes, its own
+// repository and, for a repository workspace, a new branch patina/<name>
+// at src's current commit (recorded first); each session with its history
+// and, in a new shell, its last state (cwd, variables, functions, aliases,
+// options). Processes running in src are not carried. src keeps running
+// (its container is paused while it is committed) and is not changed; a
+// stopped src is forked as it was when it stopped.
+func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorkspaceRequest) (client.Workspace, error) {
+	src, err := m.ready(ctx, srcName)
+	if err != nil {
+		return client.Workspace{}, err
+	}
+	// Under src's lifecycle lock: it is not started, stopped, deleted or
+	// merged while its state is copied.
+	unlock, err := src.lock(ctx)
+	if err != nil {
+		return client.Workspace{}, err
+	}
+	defer unlock()
+	src.mu.Lock()
+	md, repo, c := src.meta, src.repo, src.agent
+	running := src.status == client.StatusRunning && c != nil
+	src.mu.Unlock()
+	if md.Format < formatAgent {
+		return client.Workspace{}, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
+	}
+	if md.Repo != "" && repo == nil {
+		return client.Workspace{}, fmt.Errorf("%w: the repository of workspace %s cannot be opened", ErrInvalid, md.Name)
+	}
+	base := ""
+	if repo != nil {
+		if running {
+			st, err := c.GitState(ctx)
+			if err != nil {
+				return client.Workspace{}, src.explain(err)
+			}
+			if st.Head != "" {
+				if _, err := repo.Record(ctx, md.ID, worktree.RecordRequest{Head: st.Head, Source: agentSource{c}}); err != nil {
+					return client.Workspace{}, err
+				}
+			}
+		}
+		wt, err := repo.Get(ctx, md.ID)
+		if err != nil {
+			return client.Workspace{}, err
+		}
+		base = wt.Head
+		if base == "" {
+			base = md.BaseCommit
+		}
+	}
+	creq := client.CreateWorkspaceRequest{
+		Name: req.Name, Repo: md.Repo, Base: base, Image: md.Image, Env: md.Env,
+		MemoryMB: md.MemoryMB, CPUs: md.CPUs, PidsLimit: md.PidsLimit, Network: md.Network, IdleStop: md.IdleStop,
+	}
+	if err := m.validateCreate(&creq); err != nil {
+		return client.Workspace{}, err
+	}
+	plan := &forkPlan{from: md.ID, prepare: func(ctx context.Context, w *workspace, undo *[]func()) error {
+		img := md.Image
+		ref := "patina/fork:" + w.meta.ID
+		switch err := m.eng.Commit(ctx, md.ContainerID, md.ID, ref); {
+		case err == nil:
+			img = ref
+			w.meta.ForkImage = ref
+			*undo = append(*undo, func() { _ = m.eng.RemoveImage(context.WithoutCancel(ctx), ref) })
+		case errors.Is(err, container.ErrNotFound) || md.ContainerID == "":
+			// Its container was removed: nothing outside the volumes to carry.
+			m.log.Warn("fork: the source's container is gone; the fork starts from its image", "workspace_id", md.ID)
+		default:
+			return err
+		}
+		w.meta.Image = img
+		*undo = append(*undo, func() { _ = m.eng.RemoveVolumes(context.WithoutCancel(ctx), w.meta.ID) })
+		return m.eng.CopyVolumes(ctx, container.CopySpec{
+			From: md.ID, To: w.meta.ID, FromFiles: md.Worktree, ToFiles: w.meta.Worktree, Image: md.Image,
+		})
+	}}
+	ws, err := m.create(ctx, creq, plan)
+	if err != nil {
+		return client.Workspace{}, fmt.Errorf("fork workspace %s: %w", md.Name, err)
+	}
+	m.log.Info("workspace forked", "from", md.ID, "workspace_id", ws.ID, "name", ws.Name)
+	return ws, nil
+}
