@@ -21,7 +21,8 @@ import (
 // mcpTools are the tools `patina mcp` offers.
 var mcpTools = []string{
 	"command_output", "command_signal", "commit", "diff", "file_delete", "file_edit", "file_list",
-	"file_read", "file_write", "log", "merge", "run", "workspace_create", "workspace_delete", "workspace_list",
+	"file_read", "file_write", "log", "merge", "port_forward", "run", "workspace_create", "workspace_delete",
+	"workspace_fork", "workspace_list",
 }
 
 // mcpProc is a `patina mcp` subprocess driven by the SDK's client.

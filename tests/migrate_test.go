@@ -26,6 +26,12 @@ const legacyCommit = "3f4df9e"
 // history.
 func legacyBinary(t *testing.T) string {
 	t.Helper()
+	if _, err := os.Stat(filepath.Join(RepoRoot(), ".git")); errors.Is(err, os.ErrNotExist) {
+		// A source tree without its history (the Dagger module's test
+		// container gets one: .git is left out of the module's source).
+		// .ci/run tests a clone, where this runs.
+		t.Skipf("NOT RUN: the source at %s has no git history to build patina %s from (run it in a clone)", RepoRoot(), legacyCommit)
+	}
 	src := t.TempDir()
 	tarball := filepath.Join(t.TempDir(), "legacy.tar")
 	if out, err := exec.Command("git", "-C", RepoRoot(), "archive", "--format=tar", "-o", tarball, legacyCommit).CombinedOutput(); err != nil {
