@@ -80,13 +80,7 @@ func (m *Manager) reapIdle(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		m.mu.RLock()
-		wss := make([]*workspace, 0, len(m.workspaces))
-		for _, w := range m.workspaces {
-			wss = append(wss, w)
-		}
-		m.mu.RUnlock()
-		for _, w := range wss {
+		for _, w := range m.all() {
 			w.maybeIdleStop(ctx)
 		}
 	}

@@ -78,15 +78,20 @@ func New(cfg Config, eng Engine, images Images) (*Manager, error) {
 // agents, shells and running commands carry on for the next Manager.
 func (m *Manager) Close() {
 	m.stop()
+	for _, w := range m.all() {
+		w.release()
+	}
+}
+
+// all returns the workspaces known now, in no order.
+func (m *Manager) all() []*workspace {
 	m.mu.RLock()
 	wss := make([]*workspace, 0, len(m.workspaces))
 	for _, w := range m.workspaces {
 		wss = append(wss, w)
 	}
 	m.mu.RUnlock()
-	for _, w := range wss {
-		w.release()
-	}
+	return wss
 }
 
 // lookup finds a workspace by id or name.
@@ -104,12 +109,7 @@ func (m *Manager) lookup(idOrName string) (*workspace, error) {
 
 // List describes every workspace, oldest first.
 func (m *Manager) List() []client.Workspace {
-	m.mu.RLock()
-	wss := make([]*workspace, 0, len(m.workspaces))
-	for _, w := range m.workspaces {
-		wss = append(wss, w)
-	}
-	m.mu.RUnlock()
+	wss := m.all()
 	out := make([]client.Workspace, 0, len(wss))
 	for _, w := range wss {
 		out = append(out, w.view())
