@@ -73,12 +73,13 @@ func IntegrationSetup() []string {
 // started beside them: dockerd in the background, a bounded wait for it to
 // answer (PATINA_DOCKERD_WAIT seconds, 60 by default), the command, then
 // dockerd stopped (bounded too) so the step ends.
-const withDockerd = `dockerd >/tmp/patina-dockerd.log 2>&1 &
+const withDockerd = `log=$(mktemp -t patina-dockerd.XXXXXX) || exit 1
+dockerd >"$log" 2>&1 &
 d=$!
 for _ in $(seq 1 "${PATINA_DOCKERD_WAIT:-60}"); do docker info >/dev/null 2>&1 && break; sleep 1; done
 if ! docker info >/dev/null 2>&1; then
 	echo "dockerd did not start within ${PATINA_DOCKERD_WAIT:-60}s:" >&2
-	tail -n 50 /tmp/patina-dockerd.log >&2
+	tail -n 50 "$log" >&2
 	kill "$d" 2>/dev/null
 	exit 1
 fi
