@@ -117,12 +117,35 @@ func (r *runner) gitStatus(ctx context.Context) (GitStatus, error) {
 	}
 	r.track(ws.ID)
 	defer r.deleteWorkspace(context.WithoutCancel(ctx), ws.ID)
+	// Each side times its own runs of `git status` (inside by bash's
+	// $EPOCHREALTIME, which forks nothing; here by Go's clock), so that
+	// neither includes an exec's round trip nor the log write that follows
+	// it; the first run of each side is left out (it warms the caches).
+	const runs = 7
+	res, err := r.c.Exec(ctx, ws.ID, "default", pclient.ExecRequest{Command: fmt.Sprintf(
+		`for ((i = 0; i < %d; i++)); do s=$EPOCHREALTIME; git status >/dev/null || exit 1; e=$EPOCHREALTIME; echo "$s $e"; done`, runs)})
+	if err != nil || res.ExitCode != 0 {
+		return gs, fmt.Errorf("git status in the workspace: %v %s", err, res.Stderr)
+	}
 	var in, host []float64
-	for i := 0; i < 6; i++ {
-		res, err := r.c.Exec(ctx, ws.ID, "default", pclient.ExecRequest{Command: "git status >/dev/null"})
-		if err != nil || res.ExitCode != 0 {
-			return gs, fmt.Errorf("git status in the workspace: %v %s", err, res.Stderr)
+	for i, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return gs, fmt.Errorf("git status in the workspace: a timing %q", line)
 		}
+		start, err1 := strconv.ParseFloat(f[0], 64)
+		end, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 != nil || err2 != nil || end < start {
+			return gs, fmt.Errorf("git status in the workspace: a timing %q", line)
+		}
+		if i > 0 {
+			in = append(in, (end-start)*1000)
+		}
+	}
+	if len(in) != runs-1 {
+		return gs, fmt.Errorf("git status in the workspace: exp %d timings, got %q", runs, res.Stdout)
+	}
+	for i := 0; i < runs; i++ {
 		t0 := time.Now()
 		c := exec.CommandContext(ctx, "git", "status")
 		c.Dir = repo
@@ -131,7 +154,6 @@ func (r *runner) gitStatus(ctx context.Context) (GitStatus, error) {
 			return gs, fmt.Errorf("git status in the repository: %w", err)
 		}
 		if i > 0 {
-			in = append(in, res.DurationMS)
 			host = append(host, ms(time.Since(t0)))
 		}
 	}
