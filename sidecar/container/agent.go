@@ -32,7 +32,12 @@ import (
 // and mounted read-only in every workspace, so nothing in a workspace can
 // replace it.
 type agentVolume struct {
-	bin     []byte
+	// bin is the binary, open for the process's life: its bytes are
+	// streamed into the volume when it is filled, never held in memory
+	// (tens of MB of the sidecar's RSS), and a binary replaced on disk by
+	// an upgrade does not change what this open file reads.
+	bin     *os.File
+	size    int64
 	name    string
 	dynamic bool // linked against the host's libc: needs a glibc image
 
@@ -41,19 +46,24 @@ type agentVolume struct {
 }
 
 func (v *agentVolume) load(path string) error {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("read the patina binary %s: %w", path, err)
 	}
-	if f, err := elf.NewFile(bytes.NewReader(b)); err == nil {
-		for _, p := range f.Progs {
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("read the patina binary %s: %w", path, err)
+	}
+	if ef, err := elf.NewFile(f); err == nil {
+		for _, p := range ef.Progs {
 			if p.Type == elf.PT_INTERP {
 				v.dynamic = true
 			}
 		}
 	}
-	sum := sha256.Sum256(b)
-	v.bin, v.name = b, "patina-agent-"+hex.EncodeToString(sum[:])[:16]
+	v.bin, v.size, v.name = f, n, "patina-agent-"+hex.EncodeToString(h.Sum(nil))[:16]
 	return nil
 }
 
@@ -95,27 +105,31 @@ func (v *agentVolume) ensure(ctx context.Context, d *Docker, img string) (string
 	defer func() {
 		_ = d.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
 	}()
-	if st, err := d.api.ContainerStatPath(ctx, created.ID, "/agent/patina"); err == nil && st.Size == int64(len(v.bin)) && st.Mode.IsRegular() {
+	if st, err := d.api.ContainerStatPath(ctx, created.ID, "/agent/patina"); err == nil && st.Size == v.size && st.Mode.IsRegular() {
 		v.ready = true
 		return v.name, nil
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: "patina", Mode: 0o755, Size: int64(len(v.bin)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return "", err
-	}
-	if _, err := tw.Write(v.bin); err != nil {
-		return "", err
-	}
-	if err := tw.Close(); err != nil {
-		return "", err
-	}
-	if err := d.api.CopyToContainer(ctx, created.ID, "/agent", &buf, container.CopyToContainerOptions{}); err != nil {
+	// A tar of the one file, streamed from the open binary.
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		hdr := &tar.Header{Name: "patina", Mode: 0o755, Size: v.size, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
+		err := tw.WriteHeader(hdr)
+		if err == nil {
+			_, err = io.Copy(tw, io.NewSectionReader(v.bin, 0, v.size))
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	err = d.api.CopyToContainer(ctx, created.ID, "/agent", pr, container.CopyToContainerOptions{})
+	pr.Close()
+	if err != nil {
 		return "", fmt.Errorf("copy the patina binary into volume %s: %w", v.name, err)
 	}
 	v.ready = true
-	d.log.Info("shipped the patina binary to the engine", "volume", v.name, "bytes", len(v.bin))
+	d.log.Info("shipped the patina binary to the engine", "volume", v.name, "bytes", v.size)
 	v.prune(ctx, d)
 	return v.name, nil
 }
