@@ -81,12 +81,14 @@ if ! docker info >/dev/null 2>&1; then
 	echo "dockerd did not start within ${PATINA_DOCKERD_WAIT:-60}s:" >&2
 	tail -n 50 "$log" >&2
 	kill "$d" 2>/dev/null
+	rm -f "$log"
 	exit 1
 fi
 "$@"
 rc=$?
 kill "$d" 2>/dev/null
 for _ in $(seq 1 30); do kill -0 "$d" 2>/dev/null || break; sleep 1; done
+rm -f "$log"
 exit $rc
 `
 
