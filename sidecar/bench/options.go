@@ -47,6 +47,9 @@ type Options struct {
 	// (default 512 MB).
 	PortSamples int
 	PortBytes   int64
+	// ForkBytes is the size of the files installed outside /workspace in
+	// the workspace whose fork is timed (default 1 GiB, in 1 MiB files).
+	ForkBytes int64
 	// Progress receives a line per step (default: discarded).
 	Progress io.Writer
 	// StartTimeout bounds the sidecar's start (default 30 s).
@@ -86,6 +89,9 @@ func (o Options) withDefaults() Options {
 	def(&o.PortSamples, 500)
 	if o.PortBytes <= 0 {
 		o.PortBytes = 512_000_000
+	}
+	if o.ForkBytes < 1<<20 {
+		o.ForkBytes = 1 << 30
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -62,6 +62,9 @@ type Report struct {
 	GitStatus GitStatus `json:"git_status"`
 	// Ports: a forwarded port against the container's own address.
 	Ports Ports `json:"ports"`
+	// Fork: a fork of a workspace with Fork.Bytes installed, to its first
+	// exec.
+	Fork Fork `json:"fork"`
 
 	// Checks are the figures judged against the targets.
 	Checks []Check `json:"checks"`
@@ -213,6 +216,7 @@ func (r Report) WriteText(w io.Writer) error {
 	p := r.Ports
 	row(fmt.Sprintf("HTTP GET p50 forwarded / direct (%d samples)", p.Forwarded.Samples),
 		fmtMS(p.Forwarded.P50MS)+" / "+fmtMS(p.Direct.P50MS)+fmt.Sprintf(" (+%s)", fmtMS(p.AddedP50MS)), "", "")
+	row(fmt.Sprintf("fork of a workspace with %s installed, to its first exec", fmtBytes(r.Fork.Bytes)), fmtMS(r.Fork.MS), "", "")
 	row(fmt.Sprintf("HTTP %s forwarded / direct", fmtBytes(p.ForwardedBytes.Bytes)),
 		fmt.Sprintf("%.0f / %.0f MB/s (%.2f×)", p.ForwardedBytes.MBPerSecond, p.DirectBytes.MBPerSecond, p.ThroughputRatio), "", "")
 	if err := tw.Flush(); err != nil {

@@ -175,6 +175,11 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 
+	r.progress("fork of a workspace with %s of installed files", fmtBytes(o.ForkBytes))
+	if rep.Fork, err = r.fork(ctx); err != nil {
+		return err
+	}
+
 	r.progress("git status in a workspace of %d files and in its repository", o.GitFiles)
 	if rep.GitStatus, err = r.gitStatus(ctx); err != nil {
 		return err

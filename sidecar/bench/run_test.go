@@ -39,6 +39,7 @@ func TestRunTiny(t *testing.T) {
 		RelaySamples:  5,
 		PortSamples:   5,
 		PortBytes:     1 << 20,
+		ForkBytes:     2 << 20,
 		Progress:      &progress,
 	})
 	if err != nil {
@@ -68,6 +69,9 @@ func TestRunTiny(t *testing.T) {
 	if p := rep.Ports; p.Forwarded.Samples != 5 || p.Direct.Samples != 5 || p.ForwardedBytes.Bytes != 1<<20 ||
 		p.DirectBytes.Bytes != 1<<20 || p.ThroughputRatio <= 0 {
 		t.Errorf("unexpected port figures: %+v", p)
+	}
+	if rep.Fork.Bytes != 2<<20 || rep.Fork.MS <= 0 {
+		t.Errorf("unexpected fork figure: %+v", rep.Fork)
 	}
 	if rep.Version == "" {
 		t.Error("exp the sidecar's version")

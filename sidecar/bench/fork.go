@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	pclient "github.com/patina-dev/patina/sidecar/client"
+)
+
+// Fork times forking a workspace whose container holds ForkBytes of
+// installed files outside /workspace (written under /opt, as a package
+// manager would), until the fork's first exec returned.
+type Fork struct {
+	Bytes int64   `json:"bytes"`
+	MS    float64 `json:"ms"`
+}
+
+func (r *runner) fork(ctx context.Context) (Fork, error) {
+	f := Fork{Bytes: r.o.ForkBytes}
+	src, err := r.createWorkspace(ctx, "bench-fork")
+	if err != nil {
+		return f, err
+	}
+	defer r.deleteWorkspace(context.WithoutCancel(ctx), src.ID)
+	mb := r.o.ForkBytes >> 20
+	if err := r.out(ctx, src.ID, fmt.Sprintf("mkdir -p /opt/installed && for i in $(seq %d); do head -c 1048576 /dev/urandom > /opt/installed/f$i; done", mb)); err != nil {
+		return f, fmt.Errorf("fill the workspace to fork: %w", err)
+	}
+	t0 := time.Now()
+	dst, err := r.c.ForkWorkspace(ctx, src.ID, pclient.ForkWorkspaceRequest{Name: "bench-forked"})
+	if err != nil {
+		return f, fmt.Errorf("fork: %w", err)
+	}
+	r.track(dst.ID)
+	defer r.deleteWorkspace(context.WithoutCancel(ctx), dst.ID)
+	if err := r.out(ctx, dst.ID, fmt.Sprintf("test $(ls /opt/installed | wc -l) -eq %d", mb)); err != nil {
+		return f, fmt.Errorf("the fork's installed files: %w", err)
+	}
+	f.MS = ms(time.Since(t0))
+	return f, nil
+}
