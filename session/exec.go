@@ -8,13 +8,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/patina-dev/patina/session/pty"
 )
 
 // Exec runs a command and waits for it. If ctx is cancelled first, the
 // command is stopped as by Signal(SIGINT) and the result comes back with the
 // context's error.
 func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
-	c, err := s.start(req, false)
+	c, err := s.startKind(req, kindUser)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -37,7 +39,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 // Start starts a command and returns its id at once. Wait, Command,
 // ReadOutput and Follow take the id. The command is not tied to ctx.
 func (s *Session) Start(ctx context.Context, req ExecRequest) (string, error) {
-	c, err := s.start(req, false)
+	c, err := s.startKind(req, kindUser)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +132,7 @@ func (s *Session) SetEnv(ctx context.Context, env map[string]string, unset []str
 		fmt.Fprintf(&b, `\builtin unset -v %s; `, k)
 	}
 	b.WriteString(exportScript(env))
-	c, err := s.start(ExecRequest{Command: b.String()}, true)
+	c, err := s.startKind(ExecRequest{Command: b.String()}, kindInternal)
 	if err != nil {
 		return err
 	}
@@ -164,13 +166,29 @@ func (s *Session) endedErr() error {
 	return nil
 }
 
-// start writes the command's files and sends its line to the shell.
-func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
+// cmdKind says who runs a command: the user (numbered, in the history),
+// patina itself (SetEnv), or a loan's state transfer (allowed while lent).
+type cmdKind int
+
+const (
+	kindUser cmdKind = iota
+	kindInternal
+	kindLoan
+)
+
+// startKind writes the command's files and sends its line to the shell.
+func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
+	internal := kind != kindUser
 	if strings.IndexByte(req.Command, 0) >= 0 {
 		return nil, fmt.Errorf("exec: %w: command text contains a NUL byte", ErrInvalid)
 	}
 	if req.Timeout < 0 {
 		return nil, fmt.Errorf("exec: %w: negative timeout", ErrInvalid)
+	}
+	if req.TTY != nil {
+		if err := pty.ValidSize(req.TTY.Rows, req.TTY.Cols); err != nil {
+			return nil, fmt.Errorf("exec: %w: %v", ErrInvalid, err)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,6 +199,8 @@ func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
 		return nil, s.endErr
 	case s.detached:
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	case s.lent && kind != kindLoan:
+		return nil, fmt.Errorf("session %s: %w (a terminal is attached)", s.id, ErrBusy)
 	case s.cur != nil:
 		if s.cur.internal {
 			return nil, fmt.Errorf("session %s: %w (setting environment)", s.id, ErrBusy)
@@ -199,6 +219,13 @@ func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
 		// user's code (same line, so line numbers in messages stay right).
 		text = `\builtin set -e; ` + text
 	}
+	var tty *ttyCopy
+	if req.TTY != nil && !internal {
+		var err error
+		if tty, text, err = startTTY(f.stdout, *req.TTY, req.Stdin != nil, text); err != nil {
+			return nil, fmt.Errorf("exec: %w", err)
+		}
+	}
 	stdin := "/dev/null"
 	if req.Stdin != nil {
 		if err := os.WriteFile(f.stdin, req.Stdin, 0o644); err != nil {
@@ -208,6 +235,7 @@ func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
 	}
 	line, err := wrapperLine(f, stdin, s.exits.path, id, text)
 	if err != nil {
+		tty.close()
 		return nil, fmt.Errorf("exec: %w", err)
 	}
 	if s.lastStatus != 0 && !internal {
@@ -220,9 +248,11 @@ func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
 		files:    f,
 		started:  time.Now().UTC(),
 		done:     make(chan struct{}),
+		tty:      tty,
 	}
 	if !internal {
 		if err := s.hist.start(CommandInfo{ID: id, Command: req.Command, State: CommandRunning, StartedAt: c.started}); err != nil {
+			tty.close()
 			return nil, err
 		}
 		s.nextID++
@@ -230,6 +260,7 @@ func (s *Session) start(req ExecRequest, internal bool) (*command, error) {
 	s.cur = c
 	s.state = StateRunning
 	if err := s.writeLine(line); err != nil {
+		tty.close()
 		s.cur = nil
 		s.state = StateIdle
 		if !internal {

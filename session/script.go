@@ -115,9 +115,15 @@ const syncFormat = `\builtin printf 'sync %d %%s %%s %%s\n' "$?" "$-" "${PWD-}" 
 // that restoring a replacement shell sources. Options come last: restoring
 // errexit or nounset before the rest would abort the restore. It runs when the
 // session is idle, off the latency path. Arguments: FILE, K.
-const snapshotFormat = `{ \builtin declare -p; \builtin declare -f; \builtin alias -p; \builtin trap -p; ` +
-	`\builtin umask -p; \builtin printf '\\builtin cd -- %%q\n' "${PWD-}"; \builtin shopt -p; \builtin set +o; } ` +
-	`>|%s 2>/dev/null 251>&-; \builtin printf 'snap %s\n' >&251` + "\n"
+const snapshotFormat = `{ ` + stateDump + ` } >|%s 2>/dev/null 251>&-; \builtin printf 'snap %s\n' >&251` + "\n"
+
+// stateDump prints the shell's state as bash that restores it (for a
+// format string: its % are doubled).
+const stateDump = stateDumpNoOpts + ` \builtin set +o;`
+
+// stateDumpNoOpts is stateDump without the set -o options.
+const stateDumpNoOpts = `\builtin declare -p; \builtin declare -f; \builtin alias -p; \builtin trap -p; ` +
+	`\builtin umask -p; \builtin printf '\\builtin cd -- %%q\n' "${PWD-}"; \builtin shopt -p;`
 
 // killtreeScript signals a session's processes from inside the session's
 // environment (so it sees the right pid namespace). It reads /proc only and

@@ -48,6 +48,7 @@ type Session struct {
 	ready      chan readyMsg
 	detached   bool
 	closing    bool
+	lent       bool // to a terminal (Lend)
 
 	// recent keeps the full results of the last commands, so Wait after
 	// the fact returns what Exec would have (cwd, notice...).
@@ -113,6 +114,8 @@ type command struct {
 	syncK       uint64
 	timedOut    bool
 	interrupted bool
+
+	tty *ttyCopy // a TTY command's terminal
 }
 
 const (
@@ -147,6 +150,7 @@ func (s *Session) Info() Info {
 	if s.cur != nil && !s.cur.internal {
 		inf.Running = s.cur.id
 	}
+	inf.Terminal = s.lent
 	if s.endErr != nil {
 		inf.ExitCode = intPtr(s.endErr.ExitCode)
 		inf.EndReason = s.endErr.Reason
@@ -452,6 +456,15 @@ func (s *Session) onDone(id, flags, cwd string) {
 	if c == nil || c.id != id || c.replacing {
 		return
 	}
+	if c.tty != nil {
+		// Let the terminal's last bytes reach the output file first.
+		s.mu.Unlock()
+		c.tty.finish(ttyDrain)
+		s.mu.Lock()
+		if s.cur != c || c.replacing {
+			return
+		}
+	}
 	s.flags, s.cwd = flags, cwd
 	code, ok := s.exits.next(c.id)
 	if !ok {
@@ -541,6 +554,7 @@ func (s *Session) finish(c *command, code int, notice string) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.tty.close()
 	now := time.Now().UTC()
 	limit := s.m.cfg.OutputLimit
 	res := ExecResult{

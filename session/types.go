@@ -59,6 +59,19 @@ type ExecRequest struct {
 	// Timeout stops the command (SIGINT, grace, SIGKILL) after this long;
 	// zero: no limit.
 	Timeout time.Duration
+	// TTY runs the command on a terminal of that size: its stdout and
+	// stderr (and its stdin, unless Stdin is given) are the terminal, so
+	// it sees isatty true and the window size; what it prints, with the
+	// terminal's line endings (CR LF), is its stdout. It runs in a subshell
+	// of the session: it sees the session's cwd, variables, functions and
+	// aliases, but changes it makes to them are not kept.
+	TTY *TTY
+}
+
+// TTY is a terminal's size.
+type TTY struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
 }
 
 // Stream names an output stream.
@@ -170,4 +183,7 @@ type Info struct {
 	EndReason string `json:"end_reason,omitempty"`
 	// Replacements counts shells replaced after a wedge.
 	Replacements int `json:"replacements,omitempty"`
+	// Terminal: the session is lent to a terminal (Lend); commands get
+	// ErrBusy until it ends.
+	Terminal bool `json:"terminal,omitempty"`
 }

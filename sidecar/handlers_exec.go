@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -64,6 +66,16 @@ func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 		return out, fmt.Errorf("%w: timeout_ms must be between 0 (none) and %d", errInvalid, maxTimeout)
 	}
 	out.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	switch {
+	case req.TTY:
+		tty := session.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80)}
+		if err := pty.ValidSize(tty.Rows, tty.Cols); err != nil {
+			return out, fmt.Errorf("%w: %v", errInvalid, err)
+		}
+		out.TTY = &tty
+	case req.Rows != 0 || req.Cols != 0:
+		return out, fmt.Errorf("%w: rows and cols go with \"tty\": true", errInvalid)
+	}
 	switch {
 	case req.Stdin != nil && req.StdinBase64 != "":
 		return out, fmt.Errorf("%w: give stdin or stdin_base64, not both", errInvalid)

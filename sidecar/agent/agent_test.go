@@ -33,9 +33,10 @@ type fixture struct {
 	work   string
 	cancel context.CancelFunc
 	dials  atomic.Int32
+	mods   func(*ServerConfig)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, mods ...func(*ServerConfig)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "workspace")
@@ -43,6 +44,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{work: work}
+	if len(mods) > 0 {
+		f.mods = mods[0]
+	}
 	f.start(t, dir)
 	return f
 }
@@ -56,10 +60,14 @@ func (f *fixture) start(t *testing.T, dir string) {
 		f.procs = &sessiontest.Launcher{}
 		t.Cleanup(f.procs.KillAll)
 	}
-	srv, err := NewServer(ctx, ServerConfig{
+	cfg := ServerConfig{
 		WorkspaceID: "ws1", Token: "tok", StateDir: filepath.Join(dir, "state"), Workdir: f.work,
 		Version: "test", InterruptGrace: 200 * time.Millisecond, Launcher: f.procs,
-	})
+	}
+	if f.mods != nil {
+		f.mods(&cfg)
+	}
+	srv, err := NewServer(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ const (
 	mGitCommit     = "git.commit"
 	mGitPack       = "git.pack"
 	mPortDial      = "port.dial"
+	mTermAttach    = "term.attach"
 )
 
 // ProtocolVersion is sent in hello; an agent of another version is
@@ -266,6 +267,8 @@ type ExecRequest struct {
 	Stdin bool `json:"stdin,omitempty"`
 	// Async returns the command's id at once.
 	Async bool `json:"async,omitempty"`
+	// TTY runs the command on a terminal of that size.
+	TTY *session.TTY `json:"tty,omitempty"`
 	// Ensure creates the session (in Cwd) if it does not exist.
 	Ensure bool   `json:"ensure,omitempty"`
 	Cwd    string `json:"cwd,omitempty"`
@@ -419,4 +422,36 @@ func ValidPort(port int) error {
 		return fmt.Errorf("%w: port must be between 1 and 65535, got %d", session.ErrInvalid, port)
 	}
 	return nil
+}
+
+// TermAttachRequest attaches to a session's terminal, starting one (the
+// session lent to it) if it has none.
+type TermAttachRequest struct {
+	Session string `json:"sid"`
+	Rows    int    `json:"rows"`
+	Cols    int    `json:"cols"`
+	// Offset is where to resume the output of a terminal already running
+	// (bytes since it started); output older than what is kept is skipped.
+	Offset int64 `json:"offset,omitempty"`
+	// Term is the terminal type for TERM (default xterm-256color).
+	Term string `json:"term,omitempty"`
+	// Ensure creates the session if it does not exist ("default").
+	Ensure bool `json:"ensure,omitempty"`
+}
+
+// TermAttachResult is the head of a terminal stream.
+type TermAttachResult struct {
+	Session string `json:"sid"`
+	// Started: this attach started the terminal.
+	Started bool `json:"started"`
+	// Offset is where the output that follows starts.
+	Offset int64 `json:"offset"`
+}
+
+// TermExit is how a terminal ended.
+type TermExit struct {
+	// ExitCode is its shell's exit status (128+N for signal N; -1 unknown).
+	ExitCode int `json:"exit_code"`
+	// Reason says why it ended when it was not its shell's own choice.
+	Reason string `json:"reason,omitempty"`
 }

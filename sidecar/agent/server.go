@@ -58,6 +58,11 @@ type ServerConfig struct {
 	Git Git
 	// Launcher starts shells (default session.LocalLauncher).
 	Launcher session.Launcher
+	// TermLinger is how long a terminal nobody is attached to is kept for
+	// a reconnect (default 60 s); TermKeep how much of its latest output
+	// is kept for one (default 1 MiB).
+	TermLinger time.Duration
+	TermKeep   int
 }
 
 // Server is the agent: it owns the workspace's sessions and serves them.
@@ -67,6 +72,9 @@ type Server struct {
 	sessions *session.Manager
 	hello    Hello
 	sessMu   sync.Mutex // serialises Ensure's create
+
+	termMu sync.Mutex
+	terms  map[string]*terminal // by session id
 
 	connMu sync.Mutex
 	conns  map[*mux.Conn]bool
@@ -97,6 +105,12 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Launcher == nil {
 		cfg.Launcher = session.LocalLauncher{}
 	}
+	if cfg.TermLinger <= 0 {
+		cfg.TermLinger = defaultTermLinger
+	}
+	if cfg.TermKeep <= 0 {
+		cfg.TermKeep = defaultTermKeep
+	}
 	m, err := session.Open(ctx, session.Config{
 		Dir:            filepath.Join(cfg.StateDir, "sessions"),
 		Launcher:       cfg.Launcher,
@@ -108,7 +122,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "agent"), sessions: m, conns: map[*mux.Conn]bool{}}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "agent"), sessions: m, conns: map[*mux.Conn]bool{}, terms: map[string]*terminal{}}
 	s.hello = Hello{WorkspaceID: cfg.WorkspaceID, Protocol: ProtocolVersion, Version: cfg.Version, PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	for _, inf := range m.List() {
 		s.hello.Sessions++
@@ -241,6 +255,7 @@ var handlers = map[string]handler{
 	mGitCommit:     (*Server).gitCommit,
 	mGitPack:       (*Server).gitPack,
 	mPortDial:      (*Server).portDial,
+	mTermAttach:    (*Server).termAttach,
 }
 
 func (s *Server) serveStream(st *mux.Stream) {
@@ -338,4 +353,7 @@ func streamContext(st *mux.Stream) (context.Context, context.CancelFunc) {
 
 // CloseAll ends every session (their shells and processes): what stopping
 // the container does.
-func (s *Server) CloseAll(ctx context.Context) { s.sessions.CloseAll(ctx) }
+func (s *Server) CloseAll(ctx context.Context) {
+	s.hangupAll()
+	s.sessions.CloseAll(ctx)
+}

@@ -213,7 +213,7 @@ func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
 	if req.TimeoutMS < 0 || req.TimeoutMS > int64(time.Duration(1<<63-1)/time.Millisecond) {
 		return fmt.Errorf("%w: timeout_ms out of range", session.ErrInvalid)
 	}
-	sreq := session.ExecRequest{Command: req.Command, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond}
+	sreq := session.ExecRequest{Command: req.Command, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, TTY: req.TTY}
 	if req.Stdin {
 		if sreq.Stdin, err = readBody(st, s.cfg.MaxStdin); err != nil {
 			return err

@@ -146,6 +146,14 @@ type ExecRequest struct {
 	StdinBase64 string  `json:"stdin_base64,omitempty"`
 	// Async returns 202 {command_id} at once.
 	Async bool `json:"async,omitempty"`
+	// TTY runs the command on a terminal of Rows x Cols (default 24x80,
+	// each 1..1000): its stdout and stderr, and its stdin unless stdin is
+	// given, are the terminal; what it prints (CR LF line ends) is its
+	// stdout. It runs in a subshell of the session: it sees the session's
+	// cwd, variables and functions, and what it changes is not kept.
+	TTY  bool `json:"tty,omitempty"`
+	Rows int  `json:"rows,omitempty"`
+	Cols int  `json:"cols,omitempty"`
 }
 
 // ExecResult is the outcome of a command.

@@ -26,6 +26,7 @@ func (req ExecRequest) agent(sid string) (agent.ExecRequest, error) {
 		Command:   req.Command,
 		TimeoutMS: req.Timeout.Milliseconds(),
 		Stdin:     req.Stdin != nil,
+		TTY:       req.TTY,
 		Ensure:    sid == DefaultSession, // in the agent's workdir, /workspace
 	}, nil
 }

@@ -184,6 +184,8 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// Stdin is the command's input; nil: EOF.
 	Stdin []byte
+	// TTY runs it on a terminal of that size (session.ExecRequest.TTY).
+	TTY *session.TTY
 }
 
 // ExecResult is a command's result, and whether its workspace had to be
