@@ -20,6 +20,8 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require github.com/coder/websocket v1.8.12
+
 require (
 	github.com/99designs/gqlgen v0.17.89 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect

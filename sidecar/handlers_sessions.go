@@ -26,6 +26,7 @@ func sessionView(inf session.Info) client.Session {
 		ExitCode:     inf.ExitCode,
 		EndReason:    inf.EndReason,
 		Replacements: inf.Replacements,
+		Terminal:     inf.Terminal,
 	}
 }
 

@@ -33,6 +33,7 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/workspaces/{id}/sessions/{sid}", s.handleDeleteSession)
 	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/env", s.handleSetEnv)
 	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/exec", s.handleExec)
+	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/terminal", s.handleTerminal)
 	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands", s.handleHistory)
 	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}", s.handleGetCommand)
 	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stdout", s.handleOutput)
@@ -108,6 +109,11 @@ func (s *Service) authorized(r *http.Request) bool {
 	// The scheme is case-insensitive (RFC 9110).
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		// A browser cannot set headers on a WebSocket: a terminal may
+		// take the token as ?token=.
+		if q := r.URL.Query().Get("token"); q != "" && strings.HasSuffix(r.URL.Path, "/terminal") {
+			return subtle.ConstantTimeCompare([]byte(q), []byte(s.token)) == 1
+		}
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.token)) == 1

@@ -58,9 +58,10 @@ func (r TestRequest) Steps() []Step {
 // on top of the Go image (which has bash and git): the same as .ci/run's.
 // Docker's engine (Debian's docker.io), debootstrap to build the default
 // workspace image offline, iproute2, util-linux and fuse-overlayfs to run
-// a second engine in a network namespace as another host.
+// a second engine in a network namespace as another host, tmux to drive
+// `patina attach` as a person would.
 func IntegrationPackages() []string {
-	return []string{"ca-certificates", "debootstrap", "docker.io", "fuse-overlayfs", "iproute2", "iptables", "procps", "util-linux"}
+	return []string{"ca-certificates", "debootstrap", "docker.io", "fuse-overlayfs", "iproute2", "iptables", "procps", "tmux", "util-linux"}
 }
 
 // IntegrationSetup is the command that installs IntegrationPackages.

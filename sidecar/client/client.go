@@ -140,12 +140,7 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var eb ErrorBody
-	if json.Unmarshal(b, &eb) != nil || eb.Code == "" {
-		eb = ErrorBody{Error: strings.TrimSpace(string(b)), Code: "http_" + strconv.Itoa(resp.StatusCode)}
-	}
-	return nil, &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+	return nil, apiErrorOf(resp)
 }
 
 // Health checks GET /healthz (no token needed).

@@ -127,6 +127,9 @@ type Session struct {
 	ExitCode     *int   `json:"exit_code,omitempty"`
 	EndReason    string `json:"end_reason,omitempty"`
 	Replacements int    `json:"replacements,omitempty"`
+	// Terminal: a terminal has the session (attach); exec answers 409 busy
+	// until it ends.
+	Terminal bool `json:"terminal,omitempty"`
 }
 
 // SetEnvRequest is the body of POST .../sessions/{sid}/env.
@@ -402,4 +405,24 @@ type ForkWorkspaceRequest struct {
 	// Name names the new workspace (and its branch patina/<name>);
 	// generated when empty.
 	Name string `json:"name,omitempty"`
+}
+
+// TerminalMessage is a text message of a terminal WebSocket
+// (GET .../sessions/{sid}/terminal). The server sends "hello" first (where
+// the output that follows starts, as a byte offset of the terminal's
+// output; whether this connection started the terminal; whether the
+// workspace was resumed for it), then the output as binary messages, and
+// "exit" last. A client sends its input as binary messages (or as text
+// messages: xterm.js's attach addon does), and "resize" {rows, cols} and
+// "end" as text messages holding exactly this JSON object.
+type TerminalMessage struct {
+	Type     string `json:"type"` // hello, exit, resize, end
+	Session  string `json:"session,omitempty"`
+	Offset   *int64 `json:"offset,omitempty"`
+	Started  bool   `json:"started,omitempty"`
+	Resumed  bool   `json:"resumed,omitempty"`
+	Rows     int    `json:"rows,omitempty"`
+	Cols     int    `json:"cols,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }

@@ -129,7 +129,7 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("exp one debootstrap run, got %q", calls)
 	}
 	args := strings.Fields(calls[0])
-	if exp := []string{"--variant=minbase", "--include=bash,coreutils,git,ca-certificates,procps", "bookworm"}; !slices.Equal(args[:3], exp) ||
+	if exp := []string{"--variant=minbase", "--include=bash,coreutils,git,ca-certificates,procps,vim-tiny,less", "bookworm"}; !slices.Equal(args[:3], exp) ||
 		!strings.HasPrefix(args[3], filepath.Join(f.tempDir, "patina-rootfs-")) || args[4] != "http://deb.example.invalid/debian" {
 		t.Errorf("exp debootstrap %q <dir> <mirror>, got %q", exp, args)
 	}

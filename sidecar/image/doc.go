@@ -6,7 +6,7 @@
 // machines, air-gapped hosts) and a Docker engine there starts with no images.
 // So the default image is made from the Debian mirror the host already uses:
 // debootstrap writes a minimal Debian root filesystem (minbase plus bash,
-// coreutils, git, ca-certificates and procps) into a temporary directory, the
+// coreutils, git, ca-certificates, procps, vim-tiny and less) into a temporary directory, the
 // apt caches are dropped, and the tree is streamed as a tar archive into
 // Docker's image import. The mirror is read from the host's apt configuration
 // (see [Mirror]); no host name is built in.

@@ -21,9 +21,10 @@ const (
 
 // DefaultPackages returns the packages installed on top of debootstrap's
 // minbase variant. (bash and coreutils are already in minbase; listing them
-// keeps the promise explicit.)
+// keeps the promise explicit.) vim-tiny and less are for the people who
+// attach a terminal.
 func DefaultPackages() []string {
-	return []string{"bash", "coreutils", "git", "ca-certificates", "procps"}
+	return []string{"bash", "coreutils", "git", "ca-certificates", "procps", "vim-tiny", "less"}
 }
 
 // Labels set on every image Build makes.

@@ -87,8 +87,8 @@ func (m *Manager) reapIdle(ctx context.Context) {
 }
 
 // maybeIdleStop stops the workspace if it has been idle long enough: no
-// recorded activity, no open port connection, no running command (asked of
-// its agent; a command running counts as activity now).
+// recorded activity, no open port connection, no running command and no
+// terminal (asked of its agent; either counts as activity now).
 func (w *workspace) maybeIdleStop(ctx context.Context) {
 	limit := w.idleStop()
 	if limit <= 0 || w.runningErr() != nil || w.idleFor(time.Now()) < limit {
@@ -109,7 +109,7 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 		return // an agent that does not answer is not known to be idle
 	}
 	for _, inf := range infos {
-		if inf.State == session.StateRunning {
+		if inf.State == session.StateRunning || inf.Terminal {
 			w.touch()
 			return
 		}
