@@ -35,8 +35,6 @@ func startTmux(t *testing.T, cols, rows int, env []string, argv ...string) *tmux
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	// Keep the pane after its command exits, to read how it ended.
-	p.tmux("set-option", "-g", "remain-on-exit", "on")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", p.socket, "kill-server").Run() })
 	return p
 }
@@ -70,15 +68,18 @@ func (p *tmuxPane) expect(want string) {
 	}
 }
 
-// exitStatus waits for the pane's command to exit and returns its status.
+// exitStatus waits for the pane's command (run by attachArgv) to exit and
+// returns its status.
 func (p *tmuxPane) exitStatus() string {
 	p.t.Helper()
-	var st string
-	WaitFor(p.t, "patina attach to exit", 20*time.Second, func() bool {
-		st = strings.TrimSpace(p.tmux("display-message", "-p", "-t", "0", "#{pane_dead} #{pane_dead_status}"))
-		return strings.HasPrefix(st, "1 ")
-	})
-	return strings.TrimPrefix(st, "1 ")
+	p.expect("attach-exit=")
+	_, after, _ := strings.Cut(p.screen(), "attach-exit=")
+	return strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+}
+
+// attachArgv runs patina attach in a shell that prints its exit status.
+func attachArgv(h *Harness, ws string) []string {
+	return []string{"sh", "-c", `"$0" attach "$1" --state-dir "$2" --token "$3"; echo "attach-exit=$?"; sleep 600`, h.Bin, ws, h.StateDir, h.Token}
 }
 
 // TestAttachUnderTmux: `patina attach` driven like a person: the terminal
@@ -92,7 +93,7 @@ func TestAttachUnderTmux(t *testing.T) {
 	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "tty"})
 	h.Out("tty", "default", "mkdir -p /tmp/start /tmp/moved && cd /tmp/start && export FROM_AGENT=agent-value && agentfn() { echo agentfn-ran; }")
 
-	pane := startTmux(t, 100, 30, []string{"TERM=xterm-256color"}, h.Bin, "attach", "tty", "--state-dir", h.StateDir)
+	pane := startTmux(t, 100, 30, []string{"TERM=xterm-256color"}, attachArgv(h, "tty")...)
 	pane.expect("Ctrl-] leaves")
 	pane.keys(`echo "[$PWD|$FROM_AGENT|$(agentfn)|$(tput cols)x$(tput lines)]"`, "Enter")
 	pane.expect("[/tmp/start|agent-value|agentfn-ran|100x30]")
@@ -142,7 +143,7 @@ func TestAttachUnderTmux(t *testing.T) {
 	}
 
 	// exit N in the terminal: patina exits N.
-	pane2 := startTmux(t, 80, 24, []string{"TERM=xterm-256color"}, h.Bin, "attach", "tty", "--state-dir", h.StateDir)
+	pane2 := startTmux(t, 80, 24, []string{"TERM=xterm-256color"}, attachArgv(h, "tty")...)
 	pane2.expect("Ctrl-] leaves")
 	pane2.keys("exit 5", "Enter")
 	if st := pane2.exitStatus(); st != "5" {
@@ -331,4 +332,73 @@ func TestTerminalWebSocket(t *testing.T) {
 	if code, _ := h.Raw("GET", "/v1/workspaces/wst/sessions/default/terminal?token=wrong", "-", nil, nil); code != 401 {
 		t.Fatalf("terminal with a wrong ?token=: exp 401, got %d", code)
 	}
+}
+
+// TestHostileTerminal: what runs in a terminal cannot keep it, or its
+// session, from its owner, nor bloat the sidecar. A shell that ignores the
+// hangup is killed after its grace and the session is free again; 200 MB
+// printed to a client that does not read costs the sidecar a bounded
+// amount; a background process that holds the terminal does not keep it
+// open.
+func TestHostileTerminal(t *testing.T) {
+	h := Start(t)
+	ctx := context.Background()
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "evil"})
+	h.Out("evil", "default", "export KEEP=1")
+
+	// Ignores SIGHUP, and leaves a process that holds the terminal.
+	term, err := h.Client.Terminal(ctx, "evil", "default", client.TerminalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr := readTerminal(term)
+	term.Write(ctx, []byte("trap '' HUP TERM; (trap '' HUP; exec sleep 1000) & echo armed-$((2*2))\r"))
+	scr.expect(t, "armed-4")
+	start := time.Now()
+	if err := term.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-scr.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a terminal that ignores SIGHUP was never ended")
+	}
+	if scr.exit == nil {
+		t.Fatalf("no exit message (err %v)", scr.err)
+	}
+	t.Logf("a shell ignoring SIGHUP ended %s after end", time.Since(start).Round(time.Millisecond))
+	if got := h.Out("evil", "default", `echo "$KEEP"`); got != "1\n" {
+		t.Fatalf("the session after a killed terminal: %q", got)
+	}
+
+	// A flood to a client that stops reading.
+	before := h.RSS() >> 20
+	flood, err := h.Client.Terminal(ctx, "evil", "default", client.TerminalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flood.Write(ctx, []byte("head -c 200000000 /dev/zero | tr '\\0' x; echo; echo flood-done-$((5*5))\r"))
+	time.Sleep(8 * time.Second) // nobody reads meanwhile
+	during := h.RSS() >> 20
+	// The API answers other calls meanwhile.
+	h.CreateSession("evil", client.CreateSessionRequest{ID: "side"})
+	if got := h.Out("evil", "side", "echo side"); got != "side\n" {
+		t.Fatalf("another session during a terminal flood: %q", got)
+	}
+	flood.Close()
+	t.Logf("sidecar RSS %d MB before, %d MB with 200 MB printed to a client that does not read", before, during)
+	if during > before+100 {
+		t.Fatalf("the sidecar grew from %d MB to %d MB under a terminal flood", before, during)
+	}
+	// A new client takes the kept output (the last 1 MiB at most) and the end.
+	again, err := h.Client.Terminal(ctx, "evil", "default", client.TerminalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr2 := readTerminal(again)
+	scr2.expect(t, "flood-done-25")
+	if err := again.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-scr2.done
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // defaultSession is the session exec uses unless told; the sidecar creates
@@ -24,6 +26,7 @@ type execOptions struct {
 	timeout time.Duration
 	stdin   bool
 	fresh   bool
+	tty     bool
 }
 
 func newExecCmd(a *app) *cobra.Command {
@@ -73,6 +76,7 @@ is unreachable, the session is busy...), it prints "patina: ..." and exits 1.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "interrupt the command after this long, e.g. 30s or 10m (default: no limit)")
 	f.BoolVar(&o.fresh, "fresh", false, "remove the session first if it exists (its shell, state and history): run in a new shell")
 	f.BoolVar(&o.stdin, "stdin", false, "pass patina's stdin to the command (read to EOF before the command starts)")
+	f.BoolVarP(&o.tty, "tty", "t", false, "run the command on a terminal the size of this one (24x80 if none): it sees isatty and the window size; its output has CR LF line ends; cd or export in it are not kept")
 	return cmd
 }
 
@@ -138,7 +142,15 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 	if o.timeout < 0 {
 		return usagef("--timeout must not be negative")
 	}
-	req := client.ExecRequest{Command: command}
+	req := client.ExecRequest{Command: command, TTY: o.tty}
+	if o.tty {
+		req.Rows, req.Cols = 24, 80
+		if f, ok := a.stdout.(*os.File); ok {
+			if sz, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && sz.Row > 0 && sz.Col > 0 {
+				req.Rows, req.Cols = int(sz.Row), int(sz.Col)
+			}
+		}
+	}
 	if o.timeout > 0 {
 		req.TimeoutMS = max(o.timeout.Milliseconds(), 1)
 	}
