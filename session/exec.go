@@ -132,26 +132,36 @@ func (s *Session) SetEnv(ctx context.Context, env map[string]string, unset []str
 		fmt.Fprintf(&b, `\builtin unset -v %s; `, k)
 	}
 	b.WriteString(exportScript(env))
-	c, err := s.startKind(ExecRequest{Command: b.String()}, kindInternal)
+	res, err := s.runInternal(ctx, b.String(), kindInternal)
 	if err != nil {
 		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("set env: %s", strings.TrimSpace(string(res.Stderr.Data)))
+	}
+	return nil
+}
+
+// runInternal runs text in the shell as a command of patina's own (no
+// history) and waits for it; ctx ending stops it.
+func (s *Session) runInternal(ctx context.Context, text string, kind cmdKind) (ExecResult, error) {
+	c, err := s.startKind(ExecRequest{Command: text}, kind)
+	if err != nil {
+		return ExecResult{}, err
 	}
 	select {
 	case <-c.done:
 	case <-ctx.Done():
 		_ = s.stop(c, syscall.SIGINT, false)
 		<-c.done
-		return ctx.Err()
+		return c.res, ctx.Err()
 	case <-s.gone:
-		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		return ExecResult{}, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
 	if c.res.Ended {
-		return s.endedErr()
+		return c.res, s.endedErr()
 	}
-	if c.res.ExitCode != 0 {
-		return fmt.Errorf("set env: %s", strings.TrimSpace(string(c.res.Stderr.Data)))
-	}
-	return nil
+	return c.res, nil
 }
 
 func (s *Session) endedErr() error {

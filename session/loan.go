@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // A session can be lent to a terminal: a person's interactive shell that
@@ -105,7 +104,7 @@ func (s *Session) Lend(ctx context.Context) (*Loan, error) {
 	_ = os.Remove(ret)
 	err := os.WriteFile(rc, []byte(fmt.Sprintf(termRC, shellQuote(state), shellQuote(ret))), 0o600)
 	if err == nil {
-		err = s.runInternal(ctx, fmt.Sprintf(`{ `+stateDump+` } >|%s 2>/dev/null`, shellQuote(state)))
+		_, err = s.runInternal(ctx, fmt.Sprintf(`{ `+stateDump+` } >|%s 2>/dev/null`, shellQuote(state)), kindLoan)
 	}
 	if err != nil {
 		s.mu.Lock()
@@ -128,7 +127,7 @@ func (l *Loan) Return(ctx context.Context) error {
 	ret := filepath.Join(s.dir, loanReturn)
 	var err error
 	if st, serr := os.Stat(ret); serr == nil && st.Mode().IsRegular() {
-		err = s.runInternal(ctx, fmt.Sprintf(returnScript, shellQuote(ret)))
+		_, err = s.runInternal(ctx, fmt.Sprintf(returnScript, shellQuote(ret)), kindLoan)
 	}
 	for _, f := range []string{loanState, loanRC, loanReturn} {
 		_ = os.Remove(filepath.Join(s.dir, f))
@@ -140,28 +139,6 @@ func (l *Loan) Return(ctx context.Context) error {
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("return session %s: %w", s.id, err)
-	}
-	return nil
-}
-
-// runInternal runs text in the shell as an internal command (no history),
-// allowed while the session is lent.
-func (s *Session) runInternal(ctx context.Context, text string) error {
-	c, err := s.startKind(ExecRequest{Command: text}, kindLoan)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		_ = s.stop(c, syscall.SIGINT, false)
-		<-c.done
-		return ctx.Err()
-	case <-s.gone:
-		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
-	}
-	if c.res.Ended {
-		return s.endedErr()
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func (s *Service) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	defer ws.CloseNow()
-	ws.SetReadLimit(64 << 10)
+	ws.SetReadLimit(1 << 20) // a paste
 	ctx := r.Context()
 	off := t.Head.Offset
 	if wsWrite(ctx, ws, websocket.MessageText, jsonMsg(client.TerminalMessage{Type: "hello", Session: sid, Offset: &off, Started: t.Head.Started, Resumed: resumed})) != nil {

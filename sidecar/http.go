@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/patina-dev/patina/sidecar/client"
@@ -105,13 +106,16 @@ func filesPath(p string) (id, rest string, ok bool) {
 	return parts[0], rest, true
 }
 
+// terminalPath is the one path that may take its token as ?token=.
+var terminalPath = regexp.MustCompile(`^/v1/workspaces/[^/]+/sessions/[^/]+/terminal$`)
+
 func (s *Service) authorized(r *http.Request) bool {
 	// The scheme is case-insensitive (RFC 9110).
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		// A browser cannot set headers on a WebSocket: a terminal may
 		// take the token as ?token=.
-		if q := r.URL.Query().Get("token"); q != "" && strings.HasSuffix(r.URL.Path, "/terminal") {
+		if q := r.URL.Query().Get("token"); q != "" && terminalPath.MatchString(r.URL.Path) {
 			return subtle.ConstantTimeCompare([]byte(q), []byte(s.token)) == 1
 		}
 		return false
