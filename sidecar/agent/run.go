@@ -107,7 +107,8 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	defer srv.Close()
-	log.Info("agent serving", "workspace_id", cfg.WorkspaceID, "socket", cfg.Socket, "pid", os.Getpid(), "sessions", srv.hello.Sessions, "live", srv.hello.Live)
+	released := releaseStartupPages()
+	log.Info("agent serving", "released_startup_bytes", released, "workspace_id", cfg.WorkspaceID, "socket", cfg.Socket, "pid", os.Getpid(), "sessions", srv.hello.Sessions, "live", srv.hello.Live)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return srv.Serve(ctx, ln)
