@@ -50,7 +50,9 @@ func (LocalLauncher) Start(ctx context.Context, p Process) error {
 		return fmt.Errorf("start %s: %w", p.Argv[0], err)
 	}
 	// Reap it when it ends; it is in its own session and survives us.
-	go func() { _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release()
+	reap(pid)
 	return nil
 }
 

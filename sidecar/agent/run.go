@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	log.Info("agent serving", "released_startup_bytes", released, "workspace_id", cfg.WorkspaceID, "socket", cfg.Socket, "pid", os.Getpid(), "sessions", srv.hello.Sessions, "live", srv.hello.Live)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	go srv.releaseWhenQuiet(ctx)
 	return srv.Serve(ctx, ln)
 }
 

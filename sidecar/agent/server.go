@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patina-dev/patina/session"
@@ -75,6 +76,8 @@ type Server struct {
 
 	termMu sync.Mutex
 	terms  map[string]*terminal // by session id
+
+	calls atomic.Int64 // calls served, for releaseWhenQuiet
 
 	connMu sync.Mutex
 	conns  map[*mux.Conn]bool
@@ -260,6 +263,7 @@ var handlers = map[string]handler{
 
 func (s *Server) serveStream(st *mux.Stream) {
 	defer st.Close()
+	s.calls.Add(1)
 	var c call
 	if err := json.Unmarshal(st.Header(), &c); err != nil {
 		writeErr(st, &wireError{Code: codeInvalid, Msg: "bad call header: " + err.Error()})

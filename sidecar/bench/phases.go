@@ -18,14 +18,16 @@ import (
 // agentRSS is the resident memory of the workspace's agent, from the
 // engine's process list of the container (docker top): nothing of the
 // container's own is read.
-func (r *runner) agentRSS(ctx context.Context, containerID string) (int64, error) {
+func (r *runner) agentRSS(ctx context.Context, containerID string) (rss, anon, file int64, err error) {
 	top, err := r.api.ContainerTop(ctx, containerID, []string{"-o", "pid,rss,args"})
 	if err != nil {
-		return 0, fmt.Errorf("list the container's processes: %w", err)
+		return 0, 0, 0, fmt.Errorf("list the container's processes: %w", err)
 	}
-	rssCol, argsCol := -1, -1
+	pidCol, rssCol, argsCol := -1, -1, -1
 	for i, t := range top.Titles {
 		switch strings.ToUpper(t) {
+		case "PID":
+			pidCol = i
 		case "RSS":
 			rssCol = i
 		case "ARGS", "COMMAND":
@@ -33,18 +35,51 @@ func (r *runner) agentRSS(ctx context.Context, containerID string) (int64, error
 		}
 	}
 	if rssCol < 0 || argsCol < 0 {
-		return 0, fmt.Errorf("unexpected process list columns %v", top.Titles)
+		return 0, 0, 0, fmt.Errorf("unexpected process list columns %v", top.Titles)
 	}
 	for _, p := range top.Processes {
-		if len(p) > max(rssCol, argsCol) && strings.Contains(p[argsCol], "agent serve") {
+		if len(p) > max(rssCol, argsCol, pidCol) && strings.Contains(p[argsCol], "agent serve") {
 			kb, err := strconv.ParseInt(strings.TrimSpace(p[rssCol]), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("unexpected RSS %q", p[rssCol])
+				return 0, 0, 0, fmt.Errorf("unexpected RSS %q", p[rssCol])
 			}
-			return kb * 1024, nil
+			if pidCol >= 0 {
+				anon, file = procRSS(strings.TrimSpace(p[pidCol]))
+			}
+			return kb * 1024, anon, file, nil
 		}
 	}
-	return 0, fmt.Errorf("no agent among the container's processes")
+	return 0, 0, 0, fmt.Errorf("no agent among the container's processes")
+}
+
+// procRSS reads the agent's anonymous and file-backed resident memory
+// (zero when that pid is not an agent of this host: a remote engine).
+func procRSS(pid string) (anon, file int64) {
+	cmd, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil || !strings.Contains(string(cmd), "agent\x00serve") {
+		return 0, 0
+	}
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "RssAnon":
+			anon = n * 1024
+		case "RssFile":
+			file = n * 1024
+		}
+	}
+	return anon, file
 }
 
 // stream has a command write StreamBytes and reads them all through the

@@ -49,6 +49,12 @@ type Report struct {
 	// AgentRSSBytes is the workspace's agent's resident memory with the
 	// concurrent run's sessions idle (from the engine's process list).
 	AgentRSSBytes int64 `json:"agent_rss_bytes"`
+	// AgentAnonBytes and AgentFileBytes split it: the agent's own memory,
+	// and pages of its executable (shared, through the page cache, by
+	// every agent of the engine). Zero when /proc does not show it (a
+	// remote engine).
+	AgentAnonBytes int64 `json:"agent_anon_bytes,omitempty"`
+	AgentFileBytes int64 `json:"agent_file_bytes,omitempty"`
 	// Stream: a command's output streamed to the client; Diff: the diff of
 	// a workspace holding a large file. RSS.AfterLoadBytes follows both.
 	Stream Transfer `json:"stream"`
@@ -207,6 +213,9 @@ func (r Report) WriteText(w io.Writer) error {
 	row("sidecar RSS at start / sessions before load",
 		fmtBytes(r.RSS.StartBytes)+" / "+fmtBytes(r.RSS.SessionsBytes), "", "")
 	judged(6)
+	if r.AgentAnonBytes > 0 {
+		row("agent RSS: its own / its binary's pages (shared)", fmtBytes(r.AgentAnonBytes)+" / "+fmtBytes(r.AgentFileBytes), "", "")
+	}
 	row("output streamed / diff taken", fmt.Sprintf("%.0f MB/s / %s", r.Stream.MBPerSecond, fmtMS(r.Diff.MS)), "", "")
 	judged(7)
 	row(fmt.Sprintf("exec p50 / p90 via the exec relay (%d samples)", r.RelayExec.Samples),

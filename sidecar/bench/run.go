@@ -151,10 +151,17 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Idle means the load is over: the processes get a moment to notice
+	// (the agent gives memory back after a second without calls).
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(idleSettle):
+	}
 	if rep.RSS.IdleBytes, err = r.proc.rss(); err != nil {
 		return err
 	}
-	if rep.AgentRSSBytes, err = r.agentRSS(ctx, ws.ContainerID); err != nil {
+	if rep.AgentRSSBytes, rep.AgentAnonBytes, rep.AgentFileBytes, err = r.agentRSS(ctx, ws.ContainerID); err != nil {
 		return err
 	}
 
@@ -330,6 +337,10 @@ func (r *runner) createSessions(ctx context.Context, ws string) ([]string, error
 
 // concurrent runs one goroutine per session, each running Execs execs of
 // `true` in its session, all released at once.
+// idleSettle is how long the sessions idle after the concurrent load
+// before the idle memory figures are taken.
+const idleSettle = 3 * time.Second
+
 func (r *runner) concurrent(ctx context.Context, ws string, sids []string) Concurrent {
 	res := Concurrent{Sessions: len(sids), ExecsPerSession: r.o.Execs}
 	lat := make([][]time.Duration, len(sids))

@@ -167,27 +167,25 @@ func (w *workspace) resumeIfIdle(ctx context.Context) (bool, error) {
 	if !idle {
 		return false, nil
 	}
-	unlock, err := w.lock(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	if w.runningErr() == nil { // another caller resumed it meanwhile
-		return false, nil
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lifecycleTimeout)
-	defer cancel()
-	if err := w.start(sctx); err != nil {
-		return false, fmt.Errorf("resume workspace %s after its idle stop: %w", w.name(), err)
-	}
-	w.mu.Lock()
-	w.meta.IdleStopped = false
-	w.notice = "resumed at " + time.Now().UTC().Format(time.RFC3339) + " after an idle stop"
-	w.mu.Unlock()
-	if err := w.save(sctx); err != nil {
-		w.m.log.Warn("resume: save", "workspace_id", w.id(), "err", err)
-	}
-	w.touch()
-	w.m.log.Info("workspace resumed after an idle stop", "workspace_id", w.id())
-	return true, nil
+	resumed := false
+	err := w.changeLocked(ctx, func(ctx context.Context) error {
+		if w.runningErr() == nil { // another caller resumed it meanwhile
+			return nil
+		}
+		if err := w.start(ctx); err != nil {
+			return fmt.Errorf("resume workspace %s after its idle stop: %w", w.name(), err)
+		}
+		resumed = true
+		w.mu.Lock()
+		w.meta.IdleStopped = false
+		w.notice = "resumed at " + time.Now().UTC().Format(time.RFC3339) + " after an idle stop"
+		w.mu.Unlock()
+		if err := w.save(ctx); err != nil {
+			w.m.log.Warn("resume: save", "workspace_id", w.id(), "err", err)
+		}
+		w.touch()
+		w.m.log.Info("workspace resumed after an idle stop", "workspace_id", w.id())
+		return nil
+	})
+	return resumed, err
 }

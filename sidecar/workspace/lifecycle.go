@@ -25,14 +25,21 @@ func (m *Manager) lifecycle(ctx context.Context, idOrName string, change func(*w
 	if err != nil {
 		return nil, err
 	}
+	return w, w.changeLocked(ctx, func(ctx context.Context) error { return change(w, ctx) })
+}
+
+// changeLocked runs change under the workspace's lifecycle lock (waited
+// for as long as ctx allows), with a context that survives the caller's
+// leaving but not lifecycleTimeout.
+func (w *workspace) changeLocked(ctx context.Context, change func(context.Context) error) error {
 	unlock, err := w.lock(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lifecycleTimeout)
 	defer cancel()
-	return w, change(w, ctx)
+	return change(ctx)
 }
 
 // Stop stops the workspace's container; its files, repository, notes and

@@ -2,9 +2,12 @@ package agent
 
 import (
 	"bufio"
+	"context"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,4 +51,33 @@ func releaseStartupPages() int64 {
 		}
 	}
 	return total
+}
+
+// quietRelease is how long the agent must have served no call before it
+// gives the memory a burst of calls left free back to the system.
+const quietRelease = time.Second
+
+// releaseWhenQuiet returns free memory to the system once a burst of calls
+// is over (a GC and a scavenge: a few ms, once per burst), so an agent that
+// ran thousands of commands is small again when its workspace idles.
+func (s *Server) releaseWhenQuiet(ctx context.Context) {
+	t := time.NewTicker(quietRelease)
+	defer t.Stop()
+	var seen, released int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := s.calls.Load()
+		if n != seen {
+			seen = n // busy during the last tick
+			continue
+		}
+		if n != released {
+			released = n
+			debug.FreeOSMemory()
+		}
+	}
 }
