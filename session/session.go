@@ -56,6 +56,7 @@ type Session struct {
 	recentOrder []string
 
 	snapTimer   *time.Timer
+	snapAt      time.Time // when the last snapshot was asked for
 	snapSeq     uint64
 	snapPending *snapshot
 	dirty       bool

@@ -12,16 +12,25 @@ import (
 // dump costs about 0.4 ms of shell time, which is why it waits for idleness
 // instead of following every command.
 
-// scheduleSnapshot (re)arms the snapshot timer. Called with s.mu held.
+// snapshotMinGap is the least time between two snapshots of a session:
+// a session kept busy (a command every few tens of ms) would otherwise
+// pay a dump after nearly every command. A session used now and then
+// still has its snapshot SnapshotDelay after each command.
+const snapshotMinGap = time.Second
+
+// scheduleSnapshot (re)arms the snapshot timer: SnapshotDelay from now,
+// but not sooner than snapshotMinGap after the last snapshot. Called with
+// s.mu held.
 func (s *Session) scheduleSnapshot() {
 	if s.detached || s.endErr != nil {
 		return
 	}
+	delay := max(s.m.cfg.SnapshotDelay, snapshotMinGap-time.Since(s.snapAt))
 	if s.snapTimer == nil {
-		s.snapTimer = time.AfterFunc(s.m.cfg.SnapshotDelay, s.takeSnapshot)
+		s.snapTimer = time.AfterFunc(delay, s.takeSnapshot)
 		return
 	}
-	s.snapTimer.Reset(s.m.cfg.SnapshotDelay)
+	s.snapTimer.Reset(delay)
 }
 
 func (s *Session) takeSnapshot() {
@@ -43,6 +52,7 @@ func (s *Session) takeSnapshot() {
 		return
 	}
 	s.snapPending = sn
+	s.snapAt = time.Now()
 	s.dirty = false
 }
 
