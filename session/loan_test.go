@@ -235,3 +235,26 @@ func TestExecTTY(t *testing.T) {
 	}
 	expectOut(t, s, "echo after", "after\n")
 }
+
+// TestFlushSnapshots: a session snapshots at most once a second by itself;
+// FlushSnapshots makes the snapshot current at once (before a stop).
+func TestFlushSnapshots(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "f"})
+	out(t, s, "export FIRST=1")
+	time.Sleep(100 * time.Millisecond) // the first snapshot is taken
+	out(t, s, "export SECOND=flushed")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.FlushSnapshots(ctx)
+	s.mu.Lock()
+	sn := s.meta.Snapshot
+	s.mu.Unlock()
+	if sn == nil {
+		t.Fatal("no snapshot after FlushSnapshots")
+	}
+	b, err := os.ReadFile(sn.File)
+	if err != nil || !bytes.Contains(b, []byte("SECOND=")) {
+		t.Fatalf("the flushed snapshot lacks the last command's state (%v)", err)
+	}
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -68,5 +69,37 @@ func (s *Session) onSnap(k uint64) {
 	s.meta.Snapshot = sn
 	if err := writeJSON(filepath.Join(s.dir, metaFile), s.meta); err != nil {
 		s.log.Warn("snapshot: write session.json", "err", err)
+	}
+}
+
+// FlushSnapshots snapshots at once every idle session whose state changed
+// since its last snapshot, and waits (while ctx lasts) until they are
+// written: a workspace about to stop keeps its last commands' state.
+func (m *Manager) FlushSnapshots(ctx context.Context) {
+	m.mu.Lock()
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	for _, s := range ss {
+		s.takeSnapshot()
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for _, s := range ss {
+		for {
+			s.mu.Lock()
+			pending := s.snapPending != nil && !s.detached && s.endErr == nil
+			s.mu.Unlock()
+			if !pending {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
 	}
 }

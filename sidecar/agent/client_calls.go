@@ -42,6 +42,13 @@ func (c *Client) RemoveSession(ctx context.Context, sid string) error {
 	return err
 }
 
+// FlushSnapshots has every session whose state changed snapshot it now,
+// before its workspace stops.
+func (c *Client) FlushSnapshots(ctx context.Context) error {
+	_, err := c.call(ctx, mSessionFlush, struct{}{}, nil, callOpts{})
+	return err
+}
+
 // Revive gives an ended session (or, with "", every ended one) a new shell
 // with its last saved state.
 func (c *Client) Revive(ctx context.Context, sid string) ([]session.Info, error) {

@@ -20,6 +20,7 @@ const (
 	mSessionRemove = "session.remove"
 	mSessionRevive = "session.revive"
 	mSessionEnv    = "session.env"
+	mSessionFlush  = "session.flush"
 	mHistory       = "session.history"
 	mCommand       = "command.get"
 	mExec          = "exec"

@@ -243,6 +243,7 @@ var handlers = map[string]handler{
 	mSessionRemove: (*Server).sessionRemove,
 	mSessionRevive: (*Server).sessionRevive,
 	mSessionEnv:    (*Server).sessionEnv,
+	mSessionFlush:  (*Server).sessionFlush,
 	mHistory:       (*Server).history,
 	mCommand:       (*Server).command,
 	mExec:          (*Server).exec,

@@ -84,6 +84,16 @@ func (s *Server) sessionRemove(st *mux.Stream, args json.RawMessage) error {
 	return nil
 }
 
+// sessionFlush snapshots every session whose state changed (the
+// workspace is about to stop).
+func (s *Server) sessionFlush(st *mux.Stream, args json.RawMessage) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.sessions.FlushSnapshots(ctx)
+	writeResult(st, struct{}{})
+	return nil
+}
+
 // sessionRevive gives an ended session (or every ended one) a new shell
 // restored from its last snapshot.
 func (s *Server) sessionRevive(st *mux.Stream, args json.RawMessage) error {

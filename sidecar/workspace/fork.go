@@ -35,6 +35,12 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 	md, repo, c := src.meta, src.repo, src.agent
 	running := src.status == client.StatusRunning && c != nil
 	src.mu.Unlock()
+	if running {
+		// The fork's sessions start from their snapshots: make them current.
+		if err := c.FlushSnapshots(ctx); err != nil {
+			return client.Workspace{}, src.explain(err)
+		}
+	}
 	if md.Format < formatAgent {
 		return client.Workspace{}, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
 	}

@@ -211,6 +211,11 @@ const cacheFile = "history.json"
 func (w *workspace) saveCache(ctx context.Context, c *agent.Client) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// The sessions' latest state first (a session snapshots at most once
+	// a second on its own).
+	if err := c.FlushSnapshots(ctx); err != nil {
+		w.m.log.Debug("stop: flush the sessions' snapshots", "workspace_id", w.id(), "err", err)
+	}
 	infos, err := c.Sessions(ctx)
 	if err != nil {
 		return
