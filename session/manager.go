@@ -183,14 +183,25 @@ func (m *Manager) Get(id string) (*Session, error) {
 	return s, nil
 }
 
-// List describes every session, sorted by id.
-func (m *Manager) List() []Info {
+// all returns the sessions (in no order).
+func (m *Manager) all() []*Session {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.allLocked()
+}
+
+// allLocked is all, called with m.mu held.
+func (m *Manager) allLocked() []*Session {
 	ss := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		ss = append(ss, s)
 	}
-	m.mu.Unlock()
+	return ss
+}
+
+// List describes every session, sorted by id.
+func (m *Manager) List() []Info {
+	ss := m.all()
 	out := make([]Info, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, s.Info())
@@ -219,12 +230,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 
 // CloseAll closes every session (ending their processes).
 func (m *Manager) CloseAll(ctx context.Context) {
-	m.mu.Lock()
-	ss := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		ss = append(ss, s)
-	}
-	m.mu.Unlock()
+	ss := m.all()
 	var wg sync.WaitGroup
 	for _, s := range ss {
 		wg.Add(1)
@@ -246,10 +252,7 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
-	ss := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		ss = append(ss, s)
-	}
+	ss := m.allLocked()
 	m.mu.Unlock()
 	for _, s := range ss {
 		s.detach()

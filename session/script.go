@@ -226,19 +226,26 @@ func shellQuote(s string) string {
 // wrapperLine is the text that runs command id: its text in a here-document
 // with a delimiter absent from it, its output to f, its status to exits.
 func wrapperLine(f cmdFiles, stdin, exits, id, text string) (string, error) {
-	var delim string
+	delim, err := heredocDelim("PATINA_EOF_", text)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(wrapperFormat, shellQuote(stdin), shellQuote(f.stdout), shellQuote(f.stderr),
+		delim, id, shellQuote(exits), text), nil
+}
+
+// heredocDelim returns a here-document delimiter, prefix and random hex,
+// that does not occur in text.
+func heredocDelim(prefix, text string) (string, error) {
 	for {
 		r, err := randomHex(8)
 		if err != nil {
 			return "", err
 		}
-		delim = "PATINA_EOF_" + r
-		if !strings.Contains(text, delim) {
-			break
+		if d := prefix + r; !strings.Contains(text, d) {
+			return d, nil
 		}
 	}
-	return fmt.Sprintf(wrapperFormat, shellQuote(stdin), shellQuote(f.stdout), shellQuote(f.stderr),
-		delim, id, shellQuote(exits), text), nil
 }
 
 // syncLine is the line sent after interrupting a command.

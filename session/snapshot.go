@@ -76,12 +76,7 @@ func (s *Session) onSnap(k uint64) {
 // since its last snapshot, and waits (while ctx lasts) until they are
 // written: a workspace about to stop keeps its last commands' state.
 func (m *Manager) FlushSnapshots(ctx context.Context) {
-	m.mu.Lock()
-	ss := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		ss = append(ss, s)
-	}
-	m.mu.Unlock()
+	ss := m.all()
 	for _, s := range ss {
 		s.takeSnapshot()
 	}

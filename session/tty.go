@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +30,10 @@ type ttyCopy struct {
 // The subshell is not a session leader, so the terminal never becomes the
 // session shell's controlling terminal.
 func startTTY(out string, t TTY, hasStdin bool, text string) (*ttyCopy, string, error) {
+	delim, err := heredocDelim("PATINA_TTY_", text)
+	if err != nil {
+		return nil, "", err
+	}
 	m, name, err := pty.Open()
 	if err != nil {
 		return nil, "", err
@@ -57,18 +60,6 @@ func startTTY(out string, t TTY, hasStdin bool, text string) (*ttyCopy, string, 
 		defer f.Close()
 		_, _ = io.Copy(f, m)
 	}()
-	var delim string
-	for {
-		r, err := randomHex(8)
-		if err != nil {
-			tc.close()
-			return nil, "", err
-		}
-		delim = "PATINA_TTY_" + r
-		if !strings.Contains(text, delim) {
-			break
-		}
-	}
 	redir := fmt.Sprintf("0<>%[1]s 1>&0 2>&0", shellQuote(name))
 	if hasStdin {
 		redir = fmt.Sprintf("1>%[1]s 2>&1", shellQuote(name))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
 )
@@ -127,8 +128,8 @@ func terminalRequest(q url.Values) (agent.TermAttachRequest, error) {
 	}{{"rows", &req.Rows}, {"cols", &req.Cols}} {
 		if v := q.Get(p.name); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1000 {
-				return req, fmt.Errorf("%w: %s must be a number from 1 to 1000, got %q", errInvalid, p.name, v)
+			if err != nil || n < 1 || n > pty.MaxSize {
+				return req, fmt.Errorf("%w: %s must be a number from 1 to %d, got %q", errInvalid, p.name, pty.MaxSize, v)
 			}
 			*p.dst = n
 		}

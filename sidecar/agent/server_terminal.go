@@ -324,19 +324,21 @@ func (t *terminal) send(st *mux.Stream, off int64) {
 	for {
 		t.mu.Lock()
 		off = max(off, t.start)
-		var chunk []byte
+		var frame []byte // the next output, framed here: one copy out of the buffer
+		n := 0
 		if off < t.end {
 			i := int(off - t.start)
-			chunk = append([]byte(nil), t.buf[i:min(len(t.buf), i+maxTermFrame)]...)
+			chunk := t.buf[i:min(len(t.buf), i+maxTermFrame)]
+			frame, n = makeFrame(frameOutput, chunk), len(chunk)
 		}
 		ended, exit, changed := t.ended, t.exit, t.changed
 		t.mu.Unlock()
 		switch {
-		case chunk != nil:
-			if writeFrame(st, frameOutput, chunk) != nil {
+		case frame != nil:
+			if _, err := st.Write(frame); err != nil {
 				return
 			}
-			off += int64(len(chunk))
+			off += int64(n)
 			continue
 		case ended:
 			b, _ := json.Marshal(exit)

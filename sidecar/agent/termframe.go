@@ -24,12 +24,17 @@ const (
 
 // writeFrame writes one frame in one Write.
 func writeFrame(w io.Writer, typ byte, p []byte) error {
+	_, err := w.Write(makeFrame(typ, p))
+	return err
+}
+
+// makeFrame returns p framed as typ.
+func makeFrame(typ byte, p []byte) []byte {
 	b := make([]byte, 5+len(p))
 	b[0] = typ
 	binary.BigEndian.PutUint32(b[1:5], uint32(len(p)))
 	copy(b[5:], p)
-	_, err := w.Write(b)
-	return err
+	return b
 }
 
 // readFrame reads one frame into buf (which must hold maxTermFrame bytes)

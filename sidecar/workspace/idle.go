@@ -128,16 +128,10 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, lifecycleTimeout)
 	defer cancel()
 	idle := w.idleFor(time.Now()).Round(time.Second)
-	if err := w.stop(sctx); err != nil {
+	why := fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit)
+	if err := w.stopWhy(sctx, why); err != nil {
 		w.m.log.Warn("idle stop", "workspace_id", w.id(), "err", err)
 		return
-	}
-	w.mu.Lock()
-	w.meta.IdleStopped = true
-	w.why = fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit)
-	w.mu.Unlock()
-	if err := w.save(sctx); err != nil {
-		w.m.log.Warn("idle stop: save", "workspace_id", w.id(), "err", err)
 	}
 	w.logEvent(worktree.Event{Kind: "stopped", Message: "idle for " + idle.String()})
 	w.m.log.Info("workspace stopped: idle", "workspace_id", w.id(), "idle", idle)

@@ -54,12 +54,18 @@ func (m *Manager) Stop(ctx context.Context, idOrName string) (client.Workspace, 
 }
 
 // stop does Stop's work under the lifecycle lock.
-func (w *workspace) stop(ctx context.Context) error {
+func (w *workspace) stop(ctx context.Context) error { return w.stopWhy(ctx, "") }
+
+// stopWhy stops the workspace; a non-empty idleWhy marks it stopped for
+// being idle, saying why, in the same step that shows it stopped, so that
+// no caller ever sees it stopped without knowing that its next use resumes
+// it.
+func (w *workspace) stopWhy(ctx context.Context, idleWhy string) error {
 	m := w.m
 	w.mu.Lock()
 	c, status := w.agent, w.status
 	w.meta.Stopped = true
-	w.meta.IdleStopped = false // idle stop sets it again after
+	w.meta.IdleStopped = false // set again, with the status, once stopped
 	w.mu.Unlock()
 	if c != nil && status == client.StatusRunning {
 		w.saveCache(ctx, c)
@@ -70,7 +76,8 @@ func (w *workspace) stop(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.status = client.StatusStopped
-	w.why = ""
+	w.why = idleWhy
+	w.meta.IdleStopped = idleWhy != ""
 	w.mu.Unlock()
 	w.logEvent(worktree.Event{Kind: "stopped"})
 	return w.save(ctx)

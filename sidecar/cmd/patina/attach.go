@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,10 +63,8 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 	in, _ := a.stdin.(*os.File)
 	out, _ := a.stdout.(*os.File)
 	o := client.TerminalOptions{Term: os.Getenv("TERM")}
-	if out != nil {
-		if sz, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && sz.Row > 0 && sz.Col > 0 {
-			o.Rows, o.Cols = int(sz.Row), int(sz.Col)
-		}
+	if rows, cols, ok := winSize(a.stdout); ok {
+		o.Rows, o.Cols = rows, cols
 	}
 	if o.Term == "" || o.Term == "dumb" {
 		o.Term = "xterm-256color"
@@ -84,9 +83,9 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 	}
 
 	// The current connection, replaced on a reconnect.
-	conns := make(chan *client.Terminal, 1)
-	conns <- t
-	cur := func() *client.Terminal { t := <-conns; conns <- t; return t }
+	var conn atomic.Pointer[client.Terminal]
+	conn.Store(t)
+	cur := conn.Load
 	left := make(chan struct{}, 1)
 	go a.attachInput(ctx, cur, interactive, left)
 	if out != nil {
@@ -95,8 +94,8 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 		defer signal.Stop(winch)
 		go func() {
 			for range winch {
-				if sz, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && sz.Row > 0 && sz.Col > 0 {
-					_ = cur().Resize(ctx, int(sz.Row), int(sz.Col))
+				if rows, cols, ok := winSize(out); ok {
+					_ = cur().Resize(ctx, rows, cols)
 				}
 			}
 		}()
@@ -115,8 +114,7 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 			if rerr != nil {
 				return fmt.Errorf("the terminal's connection dropped (%v), and reconnecting failed: %w", err, rerr)
 			}
-			<-conns
-			conns <- nt
+			conn.Store(nt)
 			t = nt
 			continue
 		}
@@ -196,6 +194,19 @@ func (a *app) reattach(ctx context.Context, c *client.Client, ws, sid string, o 
 		}
 	}
 	return nil, err
+}
+
+// winSize is the size of the terminal w writes to, if it is one.
+func winSize(w io.Writer) (rows, cols int, ok bool) {
+	f, isFile := w.(*os.File)
+	if !isFile {
+		return 0, 0, false
+	}
+	sz, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || sz.Row == 0 || sz.Col == 0 {
+		return 0, 0, false
+	}
+	return int(sz.Row), int(sz.Col), true
 }
 
 // makeRaw puts a terminal in raw mode (every key goes through as it is,

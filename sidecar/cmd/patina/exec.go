@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 // defaultSession is the session exec uses unless told; the sidecar creates
@@ -145,10 +143,8 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 	req := client.ExecRequest{Command: command, TTY: o.tty}
 	if o.tty {
 		req.Rows, req.Cols = 24, 80
-		if f, ok := a.stdout.(*os.File); ok {
-			if sz, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && sz.Row > 0 && sz.Col > 0 {
-				req.Rows, req.Cols = int(sz.Row), int(sz.Col)
-			}
+		if rows, cols, ok := winSize(a.stdout); ok {
+			req.Rows, req.Cols = rows, cols
 		}
 	}
 	if o.timeout > 0 {
