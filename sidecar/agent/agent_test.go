@@ -277,7 +277,10 @@ func TestAgentRestartMidCommand(t *testing.T) {
 	f.stop()
 	r := <-done
 	if r.err != nil || r.res.ExitCode != 6 || string(r.res.Stdout.Data) != "a\nb\n" {
-		t.Fatalf("exp the command's result across the restart, got %+v %v", r.res, r.err)
+		// What the new agent knows helps tell a restart race from a lost result.
+		infos, lerr := c.Sessions(ctx)
+		t.Fatalf("exp the command's result across the restart, got %+v %v (recoveries %d; the new agent's sessions: %+v %v)",
+			r.res, r.err, recovered.Load(), infos, lerr)
 	}
 	if recovered.Load() != 1 {
 		t.Fatalf("exp one recovery, got %d", recovered.Load())
