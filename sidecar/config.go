@@ -70,6 +70,15 @@ type Config struct {
 	// AgentBinary is the patina binary shipped into workspaces (default:
 	// this executable; it must be static).
 	AgentBinary string
+	// Engine is "docker" (default: a container per workspace on the engine
+	// of Docker) or "swarm" (a service per workspace on the swarm that the
+	// engine of Docker, on this host, manages).
+	Engine string
+	// NodeBinary is where each swarm node has the patina binary (default
+	// /usr/local/lib/patina/patina); SwarmUnencrypted leaves workspaces'
+	// overlay networks unencrypted.
+	NodeBinary       string
+	SwarmUnencrypted bool
 }
 
 // withDefaults fills in what the HTTP layer itself uses; the workspace

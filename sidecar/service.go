@@ -39,7 +39,7 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	docker DockerAPI
-	eng    *container.Docker
+	eng    engine
 	mgr    *workspace.Manager
 	token  string
 
@@ -79,12 +79,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	eng, err := container.New(cfg.Docker, container.Config{
-		StateDir:  abs,
-		Binary:    cfg.AgentBinary,
-		Transport: cfg.AgentTransport,
-		Logger:    logger,
-	})
+	eng, err := newEngine(cfg, abs, logger)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
@@ -165,6 +160,14 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sidecar: cannot reach the Docker engine (is dockerd running? DOCKER_HOST?): %w", err)
 	}
+	if c, ok := s.eng.(interface{ Check(context.Context) error }); ok {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.Check(cctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sidecar: %w", err)
+		}
+	}
 	// One sidecar per state directory: a second one must not adopt (and
 	// reattach to) the first one's workspaces.
 	lock, err := os.OpenFile(filepath.Join(s.cfg.StateDir, "serve.lock"), os.O_RDWR|os.O_CREATE, 0o600)
@@ -232,4 +235,36 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		s.lock.Close() // releases the flock
 	}
 	return err
+}
+
+// engine is where workspaces run: a Docker engine or a Swarm cluster.
+type engine interface {
+	workspace.Engine
+	Transport() string
+}
+
+// newEngine makes cfg's engine.
+func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error) {
+	switch cfg.Engine {
+	case "", "docker":
+		return container.New(cfg.Docker, container.Config{
+			StateDir:  stateDir,
+			Binary:    cfg.AgentBinary,
+			Transport: cfg.AgentTransport,
+			Logger:    logger,
+		})
+	case "swarm":
+		api, ok := cfg.Docker.(container.SwarmAPI)
+		if !ok {
+			return nil, fmt.Errorf("%w: --engine swarm needs a full Docker client", errInvalid)
+		}
+		return container.NewSwarm(api, container.SwarmConfig{
+			StateDir:    stateDir,
+			Binary:      cfg.AgentBinary,
+			NodeBinary:  cfg.NodeBinary,
+			Unencrypted: cfg.SwarmUnencrypted,
+			Logger:      logger,
+		})
+	}
+	return nil, fmt.Errorf("%w: engine must be docker or swarm, not %q", errInvalid, cfg.Engine)
 }

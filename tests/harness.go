@@ -38,6 +38,8 @@ type Harness struct {
 	// Env is added to the sidecar's environment (DOCKER_HOST for another
 	// engine, say).
 	Env []string
+	// Args are more flags for patina serve (--engine swarm, say).
+	Args []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -131,8 +133,15 @@ func StartWithEnv(t testing.TB, env []string) *Harness {
 // StartIn starts a sidecar on a given state directory and token.
 func StartIn(t testing.TB, stateDir, token string, env []string) *Harness {
 	t.Helper()
+	return StartWith(t, stateDir, token, env, nil)
+}
+
+// StartWith starts a sidecar on a given state directory and token, with
+// more environment and more flags.
+func StartWith(t testing.TB, stateDir, token string, env, args []string) *Harness {
+	t.Helper()
 	RequireDocker(t)
-	h := &Harness{t: t, Bin: Binary(t), StateDir: stateDir, Token: token, Env: env}
+	h := &Harness{t: t, Bin: Binary(t), StateDir: stateDir, Token: token, Env: env, Args: args}
 	h.Launch()
 	t.Cleanup(h.cleanup)
 	return h
@@ -144,7 +153,7 @@ func (h *Harness) Launch() {
 	h.t.Helper()
 	_ = os.Remove(filepath.Join(h.StateDir, "sidecar.json"))
 	logs := &syncBuffer{}
-	cmd := exec.Command(h.Bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug")
+	cmd := exec.Command(h.Bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug"}, h.Args...)...)
 	cmd.Env = append(os.Environ(), h.Env...)
 	cmd.Stdout = logs
 	cmd.Stderr = logs

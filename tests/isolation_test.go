@@ -18,7 +18,13 @@ func TestSessionIsolation(t *testing.T) {
 // checkSessionIsolation runs the six isolation tests in a new workspace
 // "iso" of h's sidecar.
 func checkSessionIsolation(t *testing.T, h *Harness) {
-	ws := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "iso"})
+	checkSessionIsolationIn(t, h, client.CreateWorkspaceRequest{Name: "iso"})
+}
+
+// checkSessionIsolationIn runs them in a workspace made by req (its name
+// must be "iso").
+func checkSessionIsolationIn(t *testing.T, h *Harness, req client.CreateWorkspaceRequest) {
+	ws := h.CreateWorkspace(req)
 	h.CreateSession(ws.ID, client.CreateSessionRequest{ID: "a"})
 	h.CreateSession(ws.Name, client.CreateSessionRequest{ID: "b"})
 

@@ -36,17 +36,7 @@ func TestRemoteEngine(t *testing.T) {
 		if got := httpGet(t, "http://"+p.Address+"/hello"); !strings.HasPrefix(got, "hello from ") {
 			t.Fatalf("port forward on a remote engine: %q", got)
 		}
-		h.Out("far", "default", "cd /tmp; export FAR=1; echo data > /workspace/f")
-		time.Sleep(100 * time.Millisecond)
-		if _, err := h.Client.StopWorkspace(ctx, "far"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.Client.StartWorkspace(ctx, "far"); err != nil {
-			t.Fatal(err)
-		}
-		if got := h.Out("far", "default", "echo $PWD $FAR; cat /workspace/f"); got != "/tmp 1\ndata\n" {
-			t.Fatalf("after stop/start: %q", got)
-		}
+		checkStopStartKeepsState(t, h, "far")
 		// exec's p50 through the relay, for the closing note's figures.
 		var lat []time.Duration
 		for i := 0; i < 200; i++ {
@@ -67,4 +57,21 @@ func TestRemoteEngine(t *testing.T) {
 			t.Fatalf("exp a clear 400 for a repository workspace on a remote engine, got %v", err)
 		}
 	})
+}
+
+// checkStopStartKeepsState stops and starts workspace ws and checks that
+// its default session kept its directory and variable, and its files.
+func checkStopStartKeepsState(t *testing.T, h *Harness, ws string) {
+	t.Helper()
+	ctx := context.Background()
+	h.Out(ws, "default", "cd /tmp; export FAR=1; echo data > /workspace/f")
+	if _, err := h.Client.StopWorkspace(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Client.StartWorkspace(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Out(ws, "default", "echo $PWD $FAR; cat /workspace/f"); got != "/tmp 1\ndata\n" {
+		t.Fatalf("after stop/start: %q", got)
+	}
 }

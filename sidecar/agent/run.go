@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,7 +35,14 @@ type RunConfig struct {
 	Socket      string // default SocketName
 	// Takeover kills an agent that holds the socket already.
 	Takeover bool
-	Version  string
+	// TCP, if set, is a TCP address the agent also listens on (":7071"):
+	// how a sidecar reaches it across a cluster's overlay network, where
+	// the workspace's network is its own (see container.Swarm).
+	TCP string
+	// TokenFile is read for the token when the environment has none (a
+	// Swarm secret).
+	TokenFile string
+	Version   string
 	// Git runs the workspace's repository (default WorkspaceGit).
 	Git func(workdir string, log *slog.Logger) Git
 	// GitName and GitEmail are set as the container's system-wide git
@@ -59,6 +67,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		cfg.Socket = SocketName
 	}
 	token := os.Getenv(TokenEnv)
+	if token == "" && cfg.TokenFile != "" {
+		b, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return fmt.Errorf("agent: read the token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
 	if token == "" {
 		return fmt.Errorf("agent: %s is not set", TokenEnv)
 	}
@@ -112,6 +127,21 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go srv.releaseWhenQuiet(ctx)
+	if cfg.TCP != "" {
+		// Taken over only after the socket: a hung agent that still holds
+		// the port was killed above.
+		var tln net.Listener
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if tln, err = net.Listen("tcp", cfg.TCP); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("agent: listen on %s: %w", cfg.TCP, err)
+		}
+		defer tln.Close()
+		go func() { _ = srv.Serve(ctx, tln) }()
+	}
 	return srv.Serve(ctx, ln)
 }
 
@@ -234,11 +264,39 @@ func (l *rotatingLog) Write(p []byte) (int, error) {
 // cannot be killed from inside the container (kill -9 -1 spares it), so
 // the container outlives anything a workspace does to its processes,
 // the agent included.
-func Pause(ctx context.Context) error {
+//
+// With keep (the arguments of a patina command, e.g. agent serve …), it
+// also keeps that command running: started at once, and again after it
+// exits (0.5 s later; 5 s if it lived less than 10 s). That is how a
+// workspace on a cluster gets its agent, where no docker exec reaches
+// its container.
+func Pause(ctx context.Context, keep []string) error {
 	debug.SetGCPercent(10)
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
 	defer signal.Stop(sigs)
+	kept := 0 // the kept command's pid
+	var started time.Time
+	var restart <-chan time.Time
+	start := func() {
+		exe, err := os.Executable()
+		if err == nil {
+			var p *os.Process
+			p, err = os.StartProcess(exe, append([]string{exe}, keep...), &os.ProcAttr{
+				Dir: "/", Files: []*os.File{nil, os.Stdout, os.Stderr},
+			})
+			if err == nil {
+				kept, started = p.Pid, time.Now()
+				_ = p.Release() // reaped below, with the orphans
+				return
+			}
+		}
+		fmt.Fprintf(os.Stderr, "patina agent pause: start %v: %v\n", keep, err)
+		restart = time.After(5 * time.Second)
+	}
+	if len(keep) > 0 {
+		start()
+	}
 	for {
 		select {
 		case sig := <-sigs:
@@ -251,7 +309,18 @@ func Pause(ctx context.Context) error {
 				if pid <= 0 || err != nil {
 					break
 				}
+				if pid == kept {
+					kept = 0
+					wait := 500 * time.Millisecond
+					if time.Since(started) < 10*time.Second {
+						wait = 5 * time.Second
+					}
+					restart = time.After(wait)
+				}
 			}
+		case <-restart:
+			restart = nil
+			start()
 		case <-ctx.Done():
 			return nil
 		}

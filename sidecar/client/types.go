@@ -41,6 +41,11 @@ type CreateWorkspaceRequest struct {
 	// --idle-stop. The next exec, session call or port connection starts
 	// it again, with each session's state.
 	IdleStop string `json:"idle_stop,omitempty"`
+	// Placement are Swarm placement constraints for a sidecar run with
+	// --engine swarm ("node.labels.gpu==1", "node.role==worker"); the
+	// workspace then stays on the node it lands on. Refused (400) on a
+	// single Docker engine.
+	Placement []string `json:"placement,omitempty"`
 }
 
 // Workspace describes a workspace.
@@ -82,6 +87,8 @@ type Workspace struct {
 	// never). A workspace stopped for being idle says so in Error, and is
 	// started again by its next use.
 	IdleStop string `json:"idle_stop,omitempty"`
+	// Placement are its placement constraints (--engine swarm).
+	Placement []string `json:"placement,omitempty"`
 }
 
 // AgentStatus describes a workspace's agent.

@@ -231,6 +231,21 @@ var errNoNetns = errors.New("the container's network namespace is not reachable 
 // container's network namespace, found through the pid the engine reports
 // for the container (never a pid from the container itself).
 func (d *Docker) dialNetns(ctx context.Context, containerID string) (net.Conn, error) {
+	ns, err := d.netns(ctx, containerID)
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	c, err := dialInNetns(ctx, ns, &unix.SockaddrUnix{Name: agentSocket})
+	if errors.Is(err, unix.EPERM) {
+		return nil, fmt.Errorf("%w: %v", errNoNetns, err)
+	}
+	return c, err
+}
+
+// netns opens a running container's network namespace, found through the
+// pid the engine reports for it (never a pid from the container itself).
+func (d *Docker) netns(ctx context.Context, containerID string) (*os.File, error) {
 	st, err := d.Inspect(ctx, containerID)
 	if err != nil {
 		return nil, err
@@ -248,17 +263,13 @@ func (d *Docker) dialNetns(ctx context.Context, containerID string) (net.Conn, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoNetns, err)
 	}
-	defer ns.Close()
 	// The pid could have been reused between inspect and open: check that
 	// the container still runs with it.
 	if st2, err := d.Inspect(ctx, containerID); err != nil || !st2.Running || st2.Pid != st.Pid {
+		ns.Close()
 		return nil, fmt.Errorf("container %s changed while connecting", short(containerID))
 	}
-	c, err := dialInNetns(ctx, ns, agentSocket)
-	if errors.Is(err, unix.EPERM) {
-		return nil, fmt.Errorf("%w: %v", errNoNetns, err)
-	}
-	return c, err
+	return ns, nil
 }
 
 // agentSocket is the agent's abstract socket (agent.SocketName).

@@ -106,6 +106,12 @@ type Spec struct {
 	Files string
 	// Mounts are further host directories (read-only object directories).
 	Mounts []Mount
+	// Placement are cluster placement constraints ("node.labels.gpu==1");
+	// only an engine that places workspaces on nodes (Swarm) takes them.
+	Placement []string
+	// Agent says how the agent runs, for an engine that starts it with the
+	// container (Swarm) rather than through StartAgent.
+	Agent AgentStart
 }
 
 // Capabilities a workspace keeps, and why; every other one is dropped

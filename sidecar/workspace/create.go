@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"time"
 
@@ -82,6 +83,9 @@ func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
 	if err := parseIdleStop(req.IdleStop); err != nil {
 		return err
 	}
+	if err := m.checkPlacement(req.Placement); err != nil {
+		return err
+	}
 	if req.Repo != "" && !m.eng.Local() {
 		return fmt.Errorf("%w: repository workspaces need the Docker engine on the sidecar's host (their files and the repository's objects are mounted from it); this sidecar's engine is remote: create a scratch workspace (no repo) there", ErrUnsupported)
 	}
@@ -145,6 +149,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		Image:      req.Image,
 		Network:    req.Network,
 		IdleStop:   req.IdleStop,
+		Placement:  req.Placement,
 		MemoryMB:   req.MemoryMB,
 		CPUs:       req.CPUs,
 		PidsLimit:  req.PidsLimit,
@@ -290,6 +295,8 @@ func (w *workspace) spec() container.Spec {
 		PidsLimit:   md.PidsLimit,
 		Network:     md.Network,
 		Files:       md.Worktree,
+		Placement:   md.Placement,
+		Agent:       container.AgentStart{WorkspaceID: md.ID, Token: md.AgentToken, Args: w.agentArgs()},
 	}
 	for i, d := range md.ObjectDirs {
 		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: objectsTarget(i, d), ReadOnly: true})
@@ -316,3 +323,35 @@ func shortID(id string) string {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// placer is an engine that places workspaces on a cluster's nodes (Swarm).
+type placer interface{ Places() bool }
+
+// Limits of placement constraints.
+const (
+	maxPlacement    = 16
+	maxPlacementLen = 256
+)
+
+// placementRE is one Swarm constraint: an attribute, == or !=, a value.
+var placementRE = regexp.MustCompile(`^(node\.(id|hostname|role|platform\.os|platform\.arch)|node\.labels\.[A-Za-z0-9_.-]+|engine\.labels\.[A-Za-z0-9_.-]+)\s*(==|!=)\s*[A-Za-z0-9_.:/-]+$`)
+
+// checkPlacement refuses constraints on an engine that does not place
+// workspaces, and constraints that are not node.X==Y or node.X!=Y.
+func (m *Manager) checkPlacement(ps []string) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	if p, ok := m.eng.(placer); !ok || !p.Places() {
+		return fmt.Errorf("%w: placement needs a cluster: run the sidecar with --engine swarm", ErrInvalid)
+	}
+	if len(ps) > maxPlacement {
+		return fmt.Errorf("%w: at most %d placement constraints", ErrInvalid, maxPlacement)
+	}
+	for _, c := range ps {
+		if len(c) > maxPlacementLen || !placementRE.MatchString(c) {
+			return fmt.Errorf("%w: placement constraint %q must be node.ATTR==VALUE or node.ATTR!=VALUE (node.id, node.hostname, node.role, node.platform.os, node.platform.arch, node.labels.NAME, engine.labels.NAME), at most %d bytes", ErrInvalid, c, maxPlacementLen)
+		}
+	}
+	return nil
+}

@@ -41,6 +41,9 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 			return client.Workspace{}, src.explain(err)
 		}
 	}
+	if p, ok := m.eng.(placer); ok && p.Places() {
+		return client.Workspace{}, fmt.Errorf("%w: fork on a cluster (--engine swarm): the workspace's container and volumes are on another node's engine", ErrUnsupported)
+	}
 	if md.Format < formatAgent {
 		return client.Workspace{}, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
 	}

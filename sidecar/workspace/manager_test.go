@@ -261,23 +261,50 @@ func TestContainerRemovedBehindBack(t *testing.T) {
 func TestValidateCreate(t *testing.T) {
 	m := newManager(t, newFakeEngine(t), t.TempDir())
 	for name, req := range map[string]client.CreateWorkspaceRequest{
-		"memory overflow": {MemoryMB: 1 << 44},
-		"memory too low":  {MemoryMB: 3},
-		"tiny cpus":       {CPUs: 1e-12},
-		"too many cpus":   {CPUs: 1e6},
-		"negative pids":   {PidsLimit: -1},
-		"huge pids":       {PidsLimit: 1 << 40},
-		"odd image":       {Image: "-rf"},
-		"image with ..":   {Image: "a/../b"},
-		"bad network":     {Network: "host"},
-		"bad name":        {Name: "a..b"},
-		"base, no repo":   {Base: "main"},
-		"relative repo":   {Repo: "x"},
-		"NUL in env":      {Env: map[string]string{"A": "a\x00"}},
+		"memory overflow":              {MemoryMB: 1 << 44},
+		"memory too low":               {MemoryMB: 3},
+		"tiny cpus":                    {CPUs: 1e-12},
+		"too many cpus":                {CPUs: 1e6},
+		"negative pids":                {PidsLimit: -1},
+		"huge pids":                    {PidsLimit: 1 << 40},
+		"odd image":                    {Image: "-rf"},
+		"image with ..":                {Image: "a/../b"},
+		"bad network":                  {Network: "host"},
+		"bad name":                     {Name: "a..b"},
+		"base, no repo":                {Base: "main"},
+		"relative repo":                {Repo: "x"},
+		"NUL in env":                   {Env: map[string]string{"A": "a\x00"}},
+		"placement on a single engine": {Placement: []string{"node.role==worker"}},
 	} {
 		r := req
 		if err := m.validateCreate(&r); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: exp ErrInvalid, got %v", name, err)
+		}
+	}
+}
+
+// placingEngine is the fake engine as a cluster would be: it takes
+// placement constraints.
+type placingEngine struct{ *fakeEngine }
+
+func (placingEngine) Places() bool { return true }
+
+func TestPlacement(t *testing.T) {
+	m := newManager(t, newFakeEngine(t), t.TempDir())
+	m.eng = placingEngine{m.eng.(*fakeEngine)}
+	for _, ok := range [][]string{
+		{"node.role==worker"}, {"node.labels.gpu==1", "node.hostname!=a-b.c"}, {"node.id == abc123"}, {"engine.labels.zone==eu-1"},
+	} {
+		if err := m.validateCreate(&client.CreateWorkspaceRequest{Placement: ok}); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range [][]string{
+		{"node.role==worker; rm -rf /"}, {"rm"}, {"node.labels.x=~y"}, {"node.role=="}, {"container.x==1"},
+		{"node.labels." + strings.Repeat("x", 300) + "==1"}, make([]string, 17),
+	} {
+		if err := m.validateCreate(&client.CreateWorkspaceRequest{Placement: bad}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: exp ErrInvalid, got %v", bad, err)
 		}
 	}
 }

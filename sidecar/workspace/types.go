@@ -167,6 +167,8 @@ type meta struct {
 	// use starts it again).
 	IdleStop    string `json:"idle_stop,omitempty"`
 	IdleStopped bool   `json:"idle_stopped,omitempty"`
+	// Placement are the request's placement constraints (--engine swarm).
+	Placement []string `json:"placement,omitempty"`
 	// ForkOf is the id of the workspace this one was forked from, and
 	// ForkImage the image committed from its container for it (removed
 	// with this workspace).

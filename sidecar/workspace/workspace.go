@@ -195,6 +195,7 @@ func (w *workspace) view() client.Workspace {
 		v.Ports = append(v.Ports, f.view())
 	}
 	v.ForkOf = md.ForkOf
+	v.Placement = md.Placement
 	if d := w.idleStopLocked(); d > 0 {
 		v.IdleStop = d.String()
 	}

@@ -75,6 +75,8 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 	f.StringVar(&cfg.Workdir, "workdir", "/workspace", "the workspace's files")
 	f.StringVar(&cfg.Socket, "socket", agent.SocketName, "the abstract socket to listen on")
 	f.BoolVar(&cfg.Takeover, "takeover", false, "kill an agent that holds the socket already")
+	f.StringVar(&cfg.TCP, "tcp", "", "also listen on this TCP address (\":7071\"): on a cluster, the workspace's own overlay network")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "read the token from this file when "+agent.TokenEnv+" is not set (a Swarm secret)")
 	f.StringVar(&cfg.GitName, "git-name", "", "the container's git user.name, unless it has one")
 	f.StringVar(&cfg.GitEmail, "git-email", "", "the container's git user.email, unless it has one")
 	return cmd
@@ -98,14 +100,25 @@ container) reaches the agent, through docker exec.`,
 
 func newAgentPauseCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "pause",
+		Use:   "pause [-- PATINA-ARGS...]",
 		Short: "A workspace container's main process (PID 1): wait and reap",
 		Long: `Wait until SIGTERM or SIGINT, reaping orphaned processes: a workspace container's
 main process. As PID 1 it cannot be killed from inside the container (kill -9 -1
-spares it), so the container outlives whatever a workspace does to its processes.`,
-		Example: `  /.patina/bin/patina agent pause`,
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return agent.Pause(cmd.Context()) },
+spares it), so the container outlives whatever a workspace does to its processes.
+
+Arguments after -- are a patina command it keeps running: started at once and
+again whenever it exits (0.5 s later, or 5 s if it lived under 10 s). A
+workspace on a Swarm cluster runs its agent this way, since no docker exec
+reaches a container on another node.`,
+		Example: `  /.patina/bin/patina agent pause
+  /.patina/bin/patina agent pause -- agent serve --workspace-id 3f2a9c01b7e4d5a6 --tcp :7071 --token-file /run/secrets/patina-agent-token`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return usagef("%s takes no arguments except a patina command after --", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return agent.Pause(cmd.Context(), args) },
 	}
 }
 

@@ -29,14 +29,17 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		return err
 	}
 	svc, err := sidecar.New(sidecar.Config{
-		Addr:           s.Addr,
-		StateDir:       s.StateDir,
-		Token:          s.Token,
-		Logger:         s.Logger,
-		Version:        version,
-		DefaultImage:   s.Image,
-		AgentTransport: s.Transport,
-		IdleStop:       s.IdleStop,
+		Addr:             s.Addr,
+		StateDir:         s.StateDir,
+		Token:            s.Token,
+		Logger:           s.Logger,
+		Version:          version,
+		DefaultImage:     s.Image,
+		AgentTransport:   s.Transport,
+		IdleStop:         s.IdleStop,
+		Engine:           s.Engine,
+		NodeBinary:       s.NodeBinary,
+		SwarmUnencrypted: s.Unencrypted,
 	})
 	if err != nil {
 		return err

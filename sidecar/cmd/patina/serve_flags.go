@@ -16,6 +16,8 @@ import (
 type serveOptions struct {
 	addr, stateDir, token, image string
 	transport                    string
+	engine, nodeBinary           string
+	unencrypted                  bool
 	logLevel, logFormat          string
 	shutdownTimeout              time.Duration
 	idleStop                     time.Duration
@@ -25,6 +27,8 @@ type serveOptions struct {
 type serveSettings struct {
 	Addr, StateDir, Token, Image string
 	Transport                    string
+	Engine, NodeBinary           string
+	Unencrypted                  bool
 	Logger                       *slog.Logger
 	ShutdownTimeout              time.Duration
 	IdleStop                     time.Duration
@@ -69,6 +73,9 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.token, "token", "", "the API token (env "+envToken+"; default: <state-dir>/"+tokenFile+", generated on first start)")
 	f.StringVar(&o.image, "image", image.DefaultTag, "the image of workspaces whose request names none")
 	f.StringVar(&o.transport, "agent-transport", "auto", "how to reach the agents in workspaces: auto (through each container's network namespace when the engine is on this host and its pids are visible, else exec), netns, or exec (a docker exec relay: any engine)")
+	f.StringVar(&o.engine, "engine", "docker", "where workspaces run: docker (containers on the Docker engine of DOCKER_HOST) or swarm (a service per workspace on the Docker Swarm cluster this host manages; see docs/scale-out.md)")
+	f.StringVar(&o.nodeBinary, "node-binary", "/usr/local/lib/patina/patina", "--engine swarm: where every node has this same patina binary (static), mounted read-only into its workspaces")
+	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: do not encrypt the workspaces' overlay networks (IPsec between nodes; needs the kernel's xfrm and ESP between nodes)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight when stopping")
@@ -103,13 +110,22 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.idleStop < 0 || (o.idleStop > 0 && o.idleStop < time.Second) || o.idleStop > 720*time.Hour {
 		return s, usagef("--idle-stop must be 0 (never) or between 1s and 720h, not %s", o.idleStop)
 	}
-	s.IdleStop = o.idleStop
 	switch o.transport {
 	case "":
 		o.transport = "auto"
 	case "auto", "netns", "exec":
 	default:
 		return s, usagef("--agent-transport must be auto, netns or exec, not %q", o.transport)
+	}
+	switch o.engine {
+	case "":
+		o.engine = "docker"
+	case "docker", "swarm":
+	default:
+		return s, usagef("--engine must be docker or swarm, not %q", o.engine)
+	}
+	if o.engine == "swarm" && (o.nodeBinary == "" || !strings.HasPrefix(o.nodeBinary, "/")) {
+		return s, usagef("--node-binary must be an absolute path, not %q", o.nodeBinary)
 	}
 	// serve's own flags shadow the global ones; read them here.
 	a.stateDir = o.stateDir
@@ -127,8 +143,12 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		Token:           firstNonEmpty(o.token, a.getenv(envToken)),
 		Image:           o.image,
 		Transport:       o.transport,
+		Engine:          o.engine,
+		NodeBinary:      o.nodeBinary,
+		Unencrypted:     o.unencrypted,
 		Logger:          slog.New(h),
 		ShutdownTimeout: o.shutdownTimeout,
+		IdleStop:        o.idleStop,
 	}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 type wsCreateOptions struct {
 	name, repo, base, image, network string
 	idleStop                         string
+	placement                        []string
 	env                              []string
 	memoryMB, pids                   int64
 	cpus                             float64
@@ -67,6 +68,7 @@ it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
 	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
 	f.StringVar(&o.network, "network", "", `"bridge" (default) or "none"`)
 	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop); its next use starts it again`)
+	f.StringArrayVar(&o.placement, "placement", nil, "a Swarm placement `CONSTRAINT`, e.g. node.labels.gpu==1 (repeatable; only with patina serve --engine swarm)")
 	f.BoolVar(&o.json, "json", false, "print the workspace as JSON")
 	return cmd
 }
@@ -82,6 +84,7 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 		PidsLimit: o.pids,
 		Network:   o.network,
 		IdleStop:  o.idleStop,
+		Placement: o.placement,
 	}
 	if o.repo != "" {
 		abs, err := filepath.Abs(o.repo)

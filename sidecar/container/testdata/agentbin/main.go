@@ -33,7 +33,7 @@ func main() {
 	case "relay":
 		err = agent.Relay("", os.Stdin, os.Stdout)
 	case "pause":
-		err = agent.Pause(context.Background())
+		err = agent.Pause(context.Background(), nil)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
