@@ -67,3 +67,25 @@ func TestLoopback(t *testing.T) {
 		}
 	}
 }
+
+// The engine's and idle stop's flags reach the settings (--idle-stop was
+// once dropped on the way).
+func TestServeSettingsEngine(t *testing.T) {
+	a := &app{getenv: func(string) string { return "" }, stderr: &bytes.Buffer{}, stateDir: t.TempDir()}
+	o := serveOptions{image: "img", logLevel: "info", logFormat: "text", shutdownTimeout: time.Second, stateDir: t.TempDir(),
+		idleStop: time.Minute, engine: "swarm", nodeBinary: "/opt/patina", unencrypted: true}
+	s, err := a.serveSettings(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.IdleStop != time.Minute || s.Engine != "swarm" || s.NodeBinary != "/opt/patina" || !s.Unencrypted {
+		t.Fatalf("settings lost flags: %+v", s)
+	}
+	for _, bad := range []serveOptions{{engine: "k8s"}, {engine: "swarm", nodeBinary: "rel/patina"}} {
+		b := o
+		b.engine, b.nodeBinary = bad.engine, bad.nodeBinary
+		if _, err := a.serveSettings(b); err == nil {
+			t.Errorf("exp %+v refused", bad)
+		}
+	}
+}
