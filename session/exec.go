@@ -52,9 +52,10 @@ func (s *Session) Start(ctx context.Context, req ExecRequest) (string, error) {
 func (s *Session) Wait(ctx context.Context, id string) (ExecResult, error) {
 	s.mu.Lock()
 	c := s.cur
-	res, recent := s.recent[id]
+	res, recent := s.recentResult(id)
 	s.mu.Unlock()
 	if recent && (c == nil || c.id != id) {
+		res.Stdout, res.Stderr = filesFor(s.dir, id).outputs(s.m.cfg.OutputLimit)
 		return res, nil
 	}
 	if c != nil && c.id == id {
@@ -76,18 +77,16 @@ func (s *Session) Wait(ctx context.Context, id string) (ExecResult, error) {
 
 // resultOf rebuilds the result of a finished command from history and files.
 func (s *Session) resultOf(ci CommandInfo) ExecResult {
-	f := filesFor(s.dir, ci.ID)
 	res := ExecResult{
 		CommandID:     ci.ID,
 		ExitCode:      -1,
-		Stdout:        readOutputResult(f.stdout, s.m.cfg.OutputLimit),
-		Stderr:        readOutputResult(f.stderr, s.m.cfg.OutputLimit),
 		TimedOut:      ci.TimedOut,
 		Interrupted:   ci.Interrupted,
 		Ended:         ci.Ended,
 		ShellReplaced: ci.Replaced,
 		StartedAt:     ci.StartedAt,
 	}
+	res.Stdout, res.Stderr = filesFor(s.dir, ci.ID).outputs(s.m.cfg.OutputLimit)
 	if ci.ExitCode != nil {
 		res.ExitCode = *ci.ExitCode
 	}
@@ -114,8 +113,17 @@ func (s *Session) Command(id string) (CommandInfo, error) {
 	return ci, nil
 }
 
-// History returns every command of the session, oldest first.
+// History returns every command of the session, oldest first (for small
+// sessions and tests: HistoryPage is bounded).
 func (s *Session) History() []CommandInfo { return s.hist.all() }
+
+// HistoryPage returns up to limit commands with ids above after, oldest
+// first, and past the first no more than about maxBytes of them (0: no
+// byte bound). Only a session's newest commands are kept in memory: older
+// ones are read from its history file.
+func (s *Session) HistoryPage(after uint64, limit, maxBytes int) []CommandInfo {
+	return s.hist.page(after, limit, maxBytes)
+}
 
 // SetEnv exports env in the session's shell (and unsets the names in
 // unset). It runs like a command, so it fails with ErrBusy while one runs;

@@ -31,8 +31,8 @@ func reattach(_ context.Context, m *Manager, dir string) (*Session, error) {
 		return nil, err
 	}
 	s := newSession(m, meta, dir, hist, nil, nil)
-	s.nextID = hist.maxID() + 1
-	s.lastStatus = lastStatus(hist)
+	s.nextID = hist.newest() + 1
+	s.lastStatus = hist.lastExit()
 
 	if meta.Closed {
 		s.state = StateClosed

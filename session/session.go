@@ -50,10 +50,11 @@ type Session struct {
 	closing    bool
 	lent       bool // to a terminal (Lend)
 
-	// recent keeps the full results of the last commands, so Wait after
-	// the fact returns what Exec would have (cwd, notice...).
-	recent      map[string]ExecResult
-	recentOrder []string
+	// recent keeps the results of the last commands but their output (a
+	// ring), so Wait after the fact returns what Exec would have (cwd,
+	// notice...); the output is read again from the files.
+	recent     []ExecResult
+	recentNext int
 
 	snapTimer   *time.Timer
 	snapAt      time.Time // when the last snapshot was asked for
@@ -241,8 +242,8 @@ func boot(ctx context.Context, m *Manager, dir string, meta sessionMeta, extra s
 		return nil, err
 	}
 	s := newSession(m, meta, dir, hist, in, status)
-	s.nextID = hist.maxID() + 1
-	s.lastStatus = lastStatus(hist)
+	s.nextID = hist.newest() + 1
+	s.lastStatus = hist.lastExit()
 	s.exits.skipToEnd()
 	s.prepareAhead(s.nextID, nil, [2]int64{})
 	s.prepareAhead(s.nextID+1, nil, [2]int64{})
@@ -466,7 +467,7 @@ func (s *Session) onDone(id, flags, cwd string) {
 			return
 		}
 	}
-	s.flags, s.cwd = flags, cwd
+	s.setWhere(flags, cwd)
 	code, ok := s.exits.next(c.id)
 	if !ok {
 		code = -1
@@ -476,6 +477,20 @@ func (s *Session) onDone(id, flags, cwd string) {
 		return
 	}
 	s.finish(c, code, "")
+}
+
+// setWhere keeps the shell's flags and cwd from a report. They are
+// substrings of the report's line: kept as they are, each would hold its
+// whole line in memory (and every remembered result one more), so an
+// unchanged value keeps the string it had and a new one is copied. Called
+// with s.mu held.
+func (s *Session) setWhere(flags, cwd string) {
+	if flags != s.flags {
+		s.flags = strings.Clone(flags)
+	}
+	if cwd != s.cwd {
+		s.cwd = strings.Clone(cwd)
+	}
 }
 
 // settle hands a stopping command's status to its escalation, which ends
@@ -493,11 +508,11 @@ func (s *Session) onSync(k uint64, code int, flags, cwd string) {
 	c := s.cur
 	if c == nil || c.syncK != k || c.replacing {
 		if c == nil && k == s.syncSeq {
-			s.flags, s.cwd = flags, cwd // a reattach asking where the shell is
+			s.setWhere(flags, cwd) // a reattach asking where the shell is
 		}
 		return
 	}
-	s.flags, s.cwd = flags, cwd
+	s.setWhere(flags, cwd)
 	// The command line was aborted before it could record its status.
 	if err := s.exits.appendExit(c.id, code); err != nil {
 		s.log.Warn("record exit status", "err", err)
@@ -557,12 +572,12 @@ func (s *Session) finish(c *command, code int, notice string) {
 	}
 	c.tty.close()
 	now := time.Now().UTC()
-	limit := s.m.cfg.OutputLimit
+	stdout, stderr := c.files.outputs(s.m.cfg.OutputLimit)
 	res := ExecResult{
 		CommandID:     c.id,
 		ExitCode:      code,
-		Stdout:        readOutputResult(c.files.stdout, limit),
-		Stderr:        readOutputResult(c.files.stderr, limit),
+		Stdout:        stdout,
+		Stderr:        stderr,
 		TimedOut:      c.timedOut,
 		Interrupted:   c.interrupted,
 		Ended:         s.endErr != nil || s.closing, // Close killed it
@@ -614,22 +629,37 @@ func (s *Session) finish(c *command, code int, notice string) {
 	close(c.done)
 }
 
-// recentResults is how many full results a session keeps in memory.
-const recentResults = 32
+// recentResults is how many results a session keeps in memory.
+const recentResults = 16
 
-// remember keeps res among the recent results. Called with s.mu held.
+// remember keeps res, without its output, among the recent results.
+// Called with s.mu held.
 func (s *Session) remember(res ExecResult) {
-	if s.recent == nil {
-		s.recent = map[string]ExecResult{}
+	res.Stdout.Data, res.Stdout.Tail = nil, nil
+	res.Stderr.Data, res.Stderr.Tail = nil, nil
+	for i := range s.recent {
+		if s.recent[i].CommandID == res.CommandID {
+			s.recent[i] = res
+			return
+		}
 	}
-	if _, ok := s.recent[res.CommandID]; !ok {
-		s.recentOrder = append(s.recentOrder, res.CommandID)
+	if len(s.recent) < recentResults {
+		s.recent = append(s.recent, res)
+		return
 	}
-	s.recent[res.CommandID] = res
-	if len(s.recentOrder) > recentResults {
-		delete(s.recent, s.recentOrder[0])
-		s.recentOrder = s.recentOrder[1:]
+	s.recent[s.recentNext] = res
+	s.recentNext = (s.recentNext + 1) % recentResults
+}
+
+// recentResult is command id's remembered result, without its output.
+// Called with s.mu held.
+func (s *Session) recentResult(id string) (ExecResult, bool) {
+	for _, res := range s.recent {
+		if res.CommandID == id {
+			return res, true
+		}
 	}
+	return ExecResult{}, false
 }
 
 // prune deletes output files beyond KeepOutputs. Called with s.mu held.
@@ -680,17 +710,6 @@ func (s *Session) waitPrepared(n uint64) {
 // files returns the files of command n.
 func (s *Session) files(n uint64) cmdFiles {
 	return filesFor(s.dir, strconv.FormatUint(n, 10))
-}
-
-// lastStatus is the exit status of the newest finished command.
-func lastStatus(h *history) int {
-	all := h.all()
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].State != CommandRunning && all[i].ExitCode != nil {
-			return *all[i].ExitCode
-		}
-	}
-	return 0
 }
 
 // summarize shortens a command for messages.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -43,8 +44,8 @@ func (s *Session) takeSnapshot() {
 	s.snapSeq++
 	k := s.snapSeq
 	after := ""
-	if last, ok := s.hist.last(); ok {
-		after = last.ID
+	if n := s.hist.newest(); n > 0 {
+		after = strconv.FormatUint(n, 10)
 	}
 	sn := &snapshot{Seq: k, File: filepath.Join(s.dir, fmt.Sprintf("state.%d", k%2)), After: after}
 	line := snapshotLine(sn.File, k)

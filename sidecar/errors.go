@@ -9,6 +9,7 @@ import (
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/image"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
@@ -68,7 +69,7 @@ func status(err error) (int, string) {
 		return http.StatusServiceUnavailable, client.CodeAdopting
 	case errors.Is(err, agent.ErrUnavailable), errors.Is(err, session.ErrLocked):
 		return http.StatusServiceUnavailable, client.CodeAgentUnavailable
-	case errors.Is(err, image.ErrMissing):
+	case errors.Is(err, image.ErrMissing), errors.Is(err, container.ErrNodeDown):
 		return http.StatusServiceUnavailable, client.CodeUnavailable
 	}
 	return http.StatusInternalServerError, client.CodeInternal

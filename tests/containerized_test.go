@@ -91,53 +91,11 @@ func TestContainerizedSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	sock := strings.TrimPrefix(dc.DaemonHost(), "unix://")
-	if sock == dc.DaemonHost() {
-		t.Fatalf("this test mounts the engine's socket into the sidecar: DOCKER_HOST must be a unix socket, got %s", dc.DaemonHost())
-	}
-	tag := sidecarImage(t, dc)
 	stateDir := t.TempDir()
 	repo := GitRepo(t, map[string]string{"main.go": "package main\n"})
-	token := "containerized-" + fmt.Sprint(time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	created, err := dc.ContainerCreate(ctx, &container.Config{
-		Image:        tag,
-		Cmd:          []string{"--state-dir", stateDir, "--token", token},
-		ExposedPorts: nat.PortSet{"7070/tcp": struct{}{}},
-	}, &container.HostConfig{
-		Binds:        []string{sock + ":/var/run/docker.sock", stateDir + ":" + stateDir, repo + ":" + repo},
-		PortBindings: nat.PortMap{"7070/tcp": []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: "0"}}},
-	}, nil, nil, "")
-	if err != nil {
-		t.Fatalf("create the sidecar's container: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if t.Failed() {
-			if rc, err := dc.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "60"}); err == nil {
-				b, _ := io.ReadAll(rc)
-				rc.Close()
-				t.Logf("the sidecar's logs:\n%s", b)
-			}
-		}
-		_ = dc.ContainerRemove(ctx, created.ID, container.RemoveOptions{Force: true})
-		_ = pcontainer.Cleanup(ctx, dc, stateDir)
-	})
-	if err := dc.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		t.Fatalf("start the sidecar: %v", err)
-	}
-	info, err := dc.ContainerInspect(ctx, created.ID)
-	if err != nil || info.NetworkSettings == nil || len(info.NetworkSettings.Ports["7070/tcp"]) == 0 {
-		t.Fatalf("the sidecar's port: %v", err)
-	}
-	c := pclient.New("127.0.0.1:"+info.NetworkSettings.Ports["7070/tcp"][0].HostPort, token, nil)
-	WaitFor(t, "the containerized sidecar to answer", time.Minute, func() bool {
-		hctx, hcancel := context.WithTimeout(ctx, time.Second)
-		defer hcancel()
-		return c.Health(hctx) == nil
-	})
+	c := startContainerizedSidecar(t, dc, stateDir, nil, &container.HostConfig{Binds: []string{repo + ":" + repo}})
 	out := func(ws, cmd string) string {
 		t.Helper()
 		res, err := c.Exec(ctx, ws, "default", pclient.ExecRequest{Command: cmd})
@@ -186,4 +144,62 @@ func TestContainerizedSidecar(t *testing.T) {
 			t.Fatalf("delete %s: %v", name, err)
 		}
 	}
+}
+
+// startContainerizedSidecar runs the sidecar as a container of this host's
+// engine, as README's deployment line does: the Docker socket and the
+// state directory mounted at their own paths, its port published on
+// loopback; args are added to serve's, hc's binds to the others (and its
+// other fields kept). It returns a client of it, once it answers; the
+// container goes at the end of the test, with what it made.
+func startContainerizedSidecar(t *testing.T, dc *client.Client, stateDir string, args []string, hc *container.HostConfig) *pclient.Client {
+	t.Helper()
+	sock := strings.TrimPrefix(dc.DaemonHost(), "unix://")
+	if sock == dc.DaemonHost() {
+		t.Fatalf("this test mounts the engine's socket into the sidecar: DOCKER_HOST must be a unix socket, got %s", dc.DaemonHost())
+	}
+	tag := sidecarImage(t, dc)
+	token := "containerized-" + fmt.Sprint(time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if hc == nil {
+		hc = &container.HostConfig{}
+	}
+	hc.Binds = append([]string{sock + ":/var/run/docker.sock", stateDir + ":" + stateDir}, hc.Binds...)
+	hc.PortBindings = nat.PortMap{"7070/tcp": []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: "0"}}}
+	created, err := dc.ContainerCreate(ctx, &container.Config{
+		Image:        tag,
+		Cmd:          append([]string{"--state-dir", stateDir, "--token", token}, args...),
+		ExposedPorts: nat.PortSet{"7070/tcp": struct{}{}},
+	}, hc, nil, nil, "")
+	if err != nil {
+		t.Fatalf("create the sidecar's container: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if t.Failed() {
+			if rc, err := dc.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "60"}); err == nil {
+				b, _ := io.ReadAll(rc)
+				rc.Close()
+				t.Logf("the sidecar's logs:\n%s", b)
+			}
+		}
+		_ = dc.ContainerRemove(ctx, created.ID, container.RemoveOptions{Force: true})
+		_ = pcontainer.Cleanup(ctx, dc, stateDir)
+	})
+	if err := dc.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		t.Fatalf("start the sidecar: %v", err)
+	}
+	info, err := dc.ContainerInspect(ctx, created.ID)
+	if err != nil || info.NetworkSettings == nil || len(info.NetworkSettings.Ports["7070/tcp"]) == 0 {
+		t.Fatalf("the sidecar's port: %v", err)
+	}
+	c := pclient.New("127.0.0.1:"+info.NetworkSettings.Ports["7070/tcp"][0].HostPort, token, nil)
+	WaitFor(t, "the containerized sidecar to answer", time.Minute, func() bool {
+		hctx, hcancel := context.WithTimeout(ctx, time.Second)
+		defer hcancel()
+		return c.Health(hctx) == nil
+	})
+	return c
 }

@@ -32,7 +32,9 @@ type SecondEngine struct {
 	veth   string
 	dir    string
 	run    string
+	tag    string
 	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd has been waited for
 }
 
 // StartSecondEngine starts a second engine for the test and removes
@@ -46,6 +48,7 @@ func StartSecondEngine(t testing.TB) *SecondEngine {
 	if testing.Short() {
 		t.Skip("starts a second Docker engine (skipped with -short)")
 	}
+	RequireDocker(t) // and the default image, copied to the new engine
 	if os.Geteuid() != 0 {
 		t.Fatal("a second Docker engine needs root (network namespaces, dockerd)")
 	}
@@ -70,6 +73,7 @@ func StartSecondEngine(t testing.TB) *SecondEngine {
 		veth: tag,
 		dir:  t.TempDir(),
 		run:  filepath.Join("/run", "patina-"+tag),
+		tag:  tag,
 	}
 	e.Socket = filepath.Join(e.run, "docker.sock")
 	e.Host = "tcp://" + e.Addr + ":2375"
@@ -94,28 +98,40 @@ func StartSecondEngine(t testing.TB) *SecondEngine {
 		t.Fatal(err)
 	}
 	cfg, _ := json.Marshal(map[string]any{"storage-driver": driver})
-	cfgFile := filepath.Join(e.dir, "daemon.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.dir, "daemon.json"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(e.dir, "dockerd.log"))
+	e.StartDaemon(t)
+	e.copyImage(t, image.DefaultTag)
+	return e
+}
+
+// StartDaemon starts the engine's dockerd (again, after StopDaemon: same
+// data root, so it keeps its containers, volumes and swarm membership) and
+// waits until it answers.
+func (e *SecondEngine) StartDaemon(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(e.dir, "dockerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer logf.Close()
 	// Under `ip netns exec` dockerd fails ("Devices cgroup isn't mounted":
 	// it remounts /sys); nsenter into the namespace keeps the host's /sys.
 	e.cmd = exec.Command("nsenter", "--net=/run/netns/"+e.ns, "unshare", "--uts", "dockerd",
-		"--config-file", cfgFile,
+		"--config-file", filepath.Join(e.dir, "daemon.json"),
 		"--data-root", filepath.Join(e.dir, "data"),
 		"--exec-root", filepath.Join(e.run, "exec"),
 		"--pidfile", filepath.Join(e.run, "docker.pid"),
-		"--cgroup-parent", "patina-"+tag,
+		"--cgroup-parent", "patina-"+e.tag,
 		"-H", "unix://"+e.Socket, "-H", e.Host)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	e.cmd.Env = append(os.Environ(), "DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1")
 	if err := e.cmd.Start(); err != nil {
 		t.Fatalf("start the second dockerd: %v", err)
 	}
+	e.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(e.cmd, e.done)
 	c := e.Client(t)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -123,7 +139,7 @@ func StartSecondEngine(t testing.TB) *SecondEngine {
 		_, err := c.Ping(ctx)
 		cancel()
 		if err == nil {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logf.Name())
@@ -131,8 +147,22 @@ func StartSecondEngine(t testing.TB) *SecondEngine {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	e.copyImage(t, image.DefaultTag)
-	return e
+}
+
+// StopDaemon stops the engine's dockerd (SIGTERM, then SIGKILL after 30 s),
+// as a host whose engine goes away; its containers stop with it.
+func (e *SecondEngine) StopDaemon() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(30 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+	e.cmd = nil
 }
 
 // Client is a Docker client of the second engine.
@@ -176,17 +206,7 @@ func (e *SecondEngine) copyImage(t testing.TB, ref string) {
 // stop ends the second engine and removes its namespace, its link and its
 // files: the host is left as it was.
 func (e *SecondEngine) stop() {
-	if e.cmd != nil && e.cmd.Process != nil {
-		_ = e.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = e.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = e.cmd.Process.Kill()
-			<-done
-		}
-	}
+	e.StopDaemon()
 	// What the engine may have left mounted under its directories.
 	if b, err := os.ReadFile("/proc/self/mounts"); err == nil {
 		lines := strings.Split(string(b), "\n")

@@ -14,8 +14,7 @@ import (
 // engine in its own network namespace): the six isolation tests and a
 // scratch workspace's lifecycle run there, through the exec relay (the
 // sidecar cannot enter the remote containers' namespaces); a repository
-// workspace, whose files would be on the sidecar's host, is refused with a
-// clear 400.
+// workspace gets its objects shipped and its work comes back checked.
 func TestRemoteEngine(t *testing.T) {
 	e := StartSecondEngine(t)
 	h := StartWithEnv(t, []string{"DOCKER_HOST=" + e.Host})
@@ -50,13 +49,76 @@ func TestRemoteEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	t.Run("repository refused", func(t *testing.T) {
-		repo := GitRepo(t, map[string]string{"a": "a\n"})
-		_, err := h.Client.CreateWorkspace(ctx, client.CreateWorkspaceRequest{Name: "local-repo", Repo: repo})
-		if !IsCode(err, client.CodeInvalid) || !strings.Contains(err.Error(), "remote") {
-			t.Fatalf("exp a clear 400 for a repository workspace on a remote engine, got %v", err)
-		}
+	// The repository is the parent's: a subtest's TempDir is gone when
+	// the next one runs.
+	repo := GitRepo(t, map[string]string{"a": "a\n", "src/b.txt": "b\n"})
+	t.Run("repository round trip", func(t *testing.T) {
+		checkRepoRoundTrip(t, h, repo, "far-repo")
 	})
+	t.Run("hostile: the shipped objects wrecked from inside", func(t *testing.T) {
+		checkWreckedStore(t, h, repo, "wreck")
+	})
+}
+
+// checkRepoRoundTrip creates a workspace of repo (its objects shipped when
+// the engine is elsewhere), changes files inside, and checks diff, commit
+// and merge into the repository on the sidecar's host.
+func checkRepoRoundTrip(t *testing.T, h *Harness, repo, name string, placement ...string) client.Workspace {
+	t.Helper()
+	ctx := context.Background()
+	ws := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: name, Repo: repo, Placement: placement})
+	if got := h.Out(name, "default", "cat /workspace/a /workspace/src/b.txt"); got != "a\nb\n" {
+		t.Fatalf("exp the base checked out in the workspace, got %q", got)
+	}
+	h.Out(name, "default", "cd /workspace && echo changed > a && echo new > "+name+".txt")
+	d, err := h.Client.Diff(ctx, name)
+	if err != nil || len(d.Files) != 2 || !strings.Contains(d.Text, "+changed") {
+		t.Fatalf("diff: %+v, %v", d, err)
+	}
+	cr, err := h.Client.Commit(ctx, name, client.CommitRequest{Message: "from " + name})
+	if err != nil || !cr.Committed {
+		t.Fatalf("commit: %+v, %v", cr, err)
+	}
+	mr, err := h.Client.Merge(ctx, name, client.MergeRequest{})
+	if err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+	if got := strings.TrimSpace(gitIn(t, repo, "show", mr.Commit+":"+name+".txt")); got != "new" {
+		t.Fatalf("exp the workspace's new file merged, got %q", got)
+	}
+	if got := strings.TrimSpace(gitIn(t, repo, "rev-parse", "patina/"+name)); got != cr.Commit {
+		t.Fatalf("exp patina/%s at the workspace's commit %s, got %s", name, cr.Commit, got)
+	}
+	return ws
+}
+
+// checkWreckedStore: the workspace replaces the store its objects were
+// shipped to; that costs it a clear error and nothing else (the user's
+// branches stay), and a restart ships the objects again.
+func checkWreckedStore(t *testing.T, h *Harness, repo, name string, placement ...string) {
+	t.Helper()
+	ctx := context.Background()
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: name, Repo: repo, Placement: placement})
+	before := strings.TrimSpace(gitIn(t, repo, "for-each-ref", "refs/heads"))
+	h.Out(name, "default", "rm -rf /.patina/state/base.git && mkdir -p /.patina/state/base.git/objects && echo junk > /.patina/state/base.git/HEAD && echo x > /workspace/x")
+	if _, err := h.Client.Commit(ctx, name, client.CommitRequest{Message: "x"}); !IsCode(err, client.CodeConflict) {
+		t.Fatalf("exp a conflict from a workspace that wrecked its objects, got %v", err)
+	}
+	if after := strings.TrimSpace(gitIn(t, repo, "for-each-ref", "refs/heads")); after != before {
+		t.Fatalf("the user's branches moved:\n%s\n%s", before, after)
+	}
+	if _, err := h.Client.StopWorkspace(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Client.StartWorkspace(ctx, name); err != nil {
+		t.Fatalf("exp a restart to ship the objects again, got %v", err)
+	}
+	if cr, err := h.Client.Commit(ctx, name, client.CommitRequest{Message: "x"}); err != nil || !cr.Committed {
+		t.Fatalf("commit after the restart: %+v, %v", cr, err)
+	}
+	if err := h.Client.DeleteWorkspace(ctx, name, client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkStopStartKeepsState stops and starts workspace ws and checks that

@@ -15,35 +15,47 @@ func TestSidecarKill9MidCommand(t *testing.T) {
 	h := Start(t)
 	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
 	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "crash", Repo: repo})
-	h.Out("crash", "default", "cd /tmp; export SURVIVES=yes; sf() { echo sf; }")
+	checkKill9MidCommand(t, h, "crash")
+	w, err := h.Client.GetWorkspace(context.Background(), "crash")
+	if err != nil || w.Branch != "patina/crash" {
+		t.Fatalf("workspace after restart: %+v %v", w, err)
+	}
+}
+
+// checkKill9MidCommand kills the sidecar with SIGKILL while a command of
+// workspace ws runs, starts it again, and checks that the command's result
+// and output, the session's state and the workspace are all there.
+func checkKill9MidCommand(t *testing.T, h *Harness, ws string) {
+	t.Helper()
+	h.Out(ws, "default", "cd /tmp; export SURVIVES=yes; sf() { echo sf; }")
 	ctx := context.Background()
-	id, err := h.Client.Start(ctx, "crash", "default", client.ExecRequest{Command: "echo start; sleep 2; echo end; (exit 4)"})
+	id, err := h.Client.Start(ctx, ws, "default", client.ExecRequest{Command: "echo start; sleep 2; echo end; (exit 4)"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	WaitFor(t, "the command to start", 10*time.Second, func() bool {
-		b, _ := h.Client.ReadOutput(ctx, "crash", "default", id, "stdout", 0)
+		b, _ := h.Client.ReadOutput(ctx, ws, "default", id, "stdout", 0)
 		return string(b) == "start\n"
 	})
 	h.Kill9()
 	h.Launch()
 
-	cmd, err := h.Client.Wait(ctx, "crash", "default", id)
+	cmd, err := h.Client.Wait(ctx, ws, "default", id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cmd.State != "finished" || cmd.ExitCode == nil || *cmd.ExitCode != 4 {
 		t.Fatalf("exp the command's result after the restart, got %+v", cmd)
 	}
-	b, err := h.Client.ReadOutput(ctx, "crash", "default", id, "stdout", 0)
+	b, err := h.Client.ReadOutput(ctx, ws, "default", id, "stdout", 0)
 	if err != nil || string(b) != "start\nend\n" {
 		t.Fatalf("output after restart: %q %v", b, err)
 	}
-	if got := h.Out("crash", "default", `echo "$PWD $SURVIVES $(sf)"`); got != "/tmp yes sf\n" {
+	if got := h.Out(ws, "default", `echo "$PWD $SURVIVES $(sf)"`); got != "/tmp yes sf\n" {
 		t.Fatalf("session state after restart: %q", got)
 	}
-	w, err := h.Client.GetWorkspace(ctx, "crash")
-	if err != nil || w.Status != client.StatusRunning || w.Branch != "patina/crash" {
+	w, err := h.Client.GetWorkspace(ctx, ws)
+	if err != nil || w.Status != client.StatusRunning {
 		t.Fatalf("workspace after restart: %+v %v", w, err)
 	}
 }

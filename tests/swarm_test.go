@@ -2,9 +2,16 @@ package tests
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +22,8 @@ import (
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/docker/client"
 
+	"github.com/patina-dev/patina/internal/wsglue"
+	"github.com/patina-dev/patina/sidecar/bench"
 	pclient "github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -295,13 +304,213 @@ func TestSwarm(t *testing.T) {
 		t.Logf("swarm: HTTP exec of true p50 on the manager's node %s, on the worker %s: %.2fx", near, far, float64(far)/float64(near))
 	})
 
-	t.Run("refused on a cluster", func(t *testing.T) {
-		repo := GitRepo(t, map[string]string{"a": "a\n"})
-		_, err := h.Client.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: "r", Repo: repo})
-		if !IsCode(err, pclient.CodeInvalid) {
-			t.Fatalf("exp 400 for a repository workspace on the swarm, got %v", err)
+	t.Run("async, SSE, follow, history and files on the worker", func(t *testing.T) {
+		h.CreateSession("far", pclient.CreateSessionRequest{ID: "streams"})
+		// SSE: the output arrives chunk by chunk, then the result.
+		var chunks []string
+		res, err := h.Client.ExecStream(ctx, "far", "streams", pclient.ExecRequest{Command: "for i in 1 2 3; do echo $i; sleep 0.2; done; echo err >&2"},
+			func(stream string, data []byte) { chunks = append(chunks, stream+":"+string(data)) })
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("exec stream: %+v %v", res, err)
 		}
-		_, err = h.Client.ForkWorkspace(ctx, "far", pclient.ForkWorkspaceRequest{Name: "far2"})
+		if got := strings.Join(chunks, ""); !strings.Contains(got, "stdout:1\n") || !strings.Contains(got, "stdout:3\n") || !strings.Contains(got, "stderr:err\n") || len(chunks) < 3 {
+			t.Fatalf("exp the output streamed in chunks, got %q", chunks)
+		}
+		// Async, then follow the output until the command ends.
+		id, err := h.Client.Start(ctx, "far", "streams", pclient.ExecRequest{Command: "for i in a b c; do echo $i; sleep 0.3; done"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := h.Client.OpenOutput(ctx, "far", "streams", id, "stdout", 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || string(b) != "a\nb\nc\n" {
+			t.Fatalf("follow: %q %v", b, err)
+		}
+		hist, err := h.Client.History(ctx, "far", "streams")
+		if err != nil || len(hist) != 2 || hist[1].ID != id || hist[1].State != "finished" {
+			t.Fatalf("history: %+v %v", hist, err)
+		}
+		// Files through the API.
+		if err := h.Client.WriteFile(ctx, "far", "up/loaded.txt", []byte("uploaded\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Out("far", "streams", "cat /workspace/up/loaded.txt"); got != "uploaded\n" {
+			t.Fatalf("uploaded file: %q", got)
+		}
+		if got, err := h.Client.ReadFile(ctx, "far", "up/loaded.txt"); err != nil || string(got) != "uploaded\n" {
+			t.Fatalf("read file: %q %v", got, err)
+		}
+	})
+
+	// The repository is the parent's: a subtest's TempDir is gone when
+	// the next one runs.
+	repo := GitRepo(t, map[string]string{"a": "a\n", "src/b.txt": "b\n"})
+	t.Run("repository round trip on the worker", func(t *testing.T) {
+		ws := checkRepoRoundTrip(t, h, repo, "far-repo", onWorker...)
+		if n := serviceNode(t, dc, ws.ContainerID); n != sw.Worker {
+			t.Fatalf("exp the repository workspace on the worker %s, it is on %s", sw.Worker, n)
+		}
+		if ws.Worktree != "" {
+			t.Fatalf("exp no host directory for a workspace on another node, got %q", ws.Worktree)
+		}
+	})
+	t.Run("hostile: the shipped objects wrecked from inside, on the worker", func(t *testing.T) {
+		checkWreckedStore(t, h, repo, "wreck", onWorker...)
+	})
+	t.Run("a 100 MB repository on the worker", func(t *testing.T) {
+		big := bigRepo(t, 100<<20)
+		t0 := time.Now()
+		h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "big", Repo: big, Placement: onWorker})
+		got := h.Out("big", "default", "cd /workspace && du -sm --exclude=.git . | cut -f1")
+		if mb, err := strconv.Atoi(strings.TrimSpace(got)); err != nil || mb < 100 {
+			t.Fatalf("exp about 100 MB of files checked out, got %q MB", got)
+		}
+		took := time.Since(t0)
+		h.Out("big", "default", "cd /workspace && echo change > blob-000 && git add -A && git commit -qm change")
+		if _, err := h.Client.Merge(ctx, "big", pclient.MergeRequest{}); err != nil {
+			t.Fatalf("merge from the big workspace: %v", err)
+		}
+		t.Logf("swarm: create -> first exec of a 100 MB repository workspace on the worker: %s", took.Round(10*time.Millisecond))
+		if err := h.Client.DeleteWorkspace(ctx, "big", pclient.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("sidecar kill -9 mid-command, workspace on the worker", func(t *testing.T) {
+		checkKill9MidCommand(t, h, "far")
+	})
+
+	t.Run("the node's engine stops, then returns", func(t *testing.T) {
+		e.StopDaemon()
+		WaitFor(t, "the workspace on the stopped node to show stopped", 90*time.Second, func() bool {
+			ws, err := h.Client.GetWorkspace(ctx, "far")
+			return err == nil && ws.Status == pclient.StatusStopped && strings.Contains(ws.Error, "down")
+		})
+		ws, _ := h.Client.GetWorkspace(ctx, "far")
+		t.Logf("while its node is down: %s: %s", ws.Status, ws.Error)
+		if _, err := h.Client.StartWorkspace(ctx, "far"); !IsCode(err, pclient.CodeUnavailable) || !strings.Contains(err.Error(), "down") {
+			t.Fatalf("exp start to say the node is down (503), got %v", err)
+		}
+		e.StartDaemon(t)
+		WaitFor(t, "the worker to be ready again", 90*time.Second, func() bool {
+			n, _, err := dc.NodeInspectWithRaw(ctx, sw.Worker)
+			return err == nil && n.Status.State == swarm.NodeStateReady
+		})
+		sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if _, err := h.Client.StartWorkspace(sctx, "far"); err != nil {
+			t.Fatalf("start once the node is back: %v\n%s", err, lastLines(h.Logs(), 20))
+		}
+		if got := h.Out("far", "default", "cat /workspace/f"); got != "data\n" {
+			t.Fatalf("exp the workspace's files back with it, got %q", got)
+		}
+		if n := serviceNode(t, dc, ws.ContainerID); n != sw.Worker {
+			t.Fatalf("exp the workspace back on its node %s, it is on %s", sw.Worker, n)
+		}
+	})
+
+	t.Run("bench --engine swarm", func(t *testing.T) {
+		bargs := []string{"bench", "--engine", "swarm", "--node-binary", Binary(t), "--samples", "200", "--create-samples", "2", "--json"}
+		if slices.Contains(args, "--swarm-unencrypted") {
+			bargs = append(bargs, "--swarm-unencrypted")
+		}
+		cmd := exec.Command(Binary(t), bargs...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("patina bench --engine swarm: %v\n%s", err, lastLines(stderr.String(), 20))
+		}
+		var rep bench.SwarmReport
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("bench's JSON: %v\n%s", err, out)
+		}
+		if rep.NearExec.Samples != 200 || rep.FarExec.Samples != 200 || rep.FarCreate.Samples != 2 || rep.Ratio <= 0 || len(rep.Checks) != 1 {
+			t.Fatalf("exp every figure measured, got %+v", rep)
+		}
+		if !strings.Contains(rep.Far, sw.Worker[:12]) {
+			t.Fatalf("exp the far node to be the worker %s, got %s", sw.Worker, rep.Far)
+		}
+		t.Logf("bench --engine swarm: exec p50 near %.3f ms, far %.3f ms: %.2fx (target <= %gx); create -> first exec p50 near %.0f ms, far %.0f ms",
+			rep.NearExec.P50MS, rep.FarExec.P50MS, rep.Ratio, bench.TargetSwarmExecRatio, rep.NearCreate.P50MS, rep.FarCreate.P50MS)
+	})
+
+	t.Run("the sidecar as a container on the manager", func(t *testing.T) {
+		// As README's container deployment, plus what the swarm engine
+		// needs to dial from the relay's network namespace: the host's pid
+		// namespace (to find the relay's) and CAP_SYS_ADMIN (to enter it).
+		stateDir := t.TempDir()
+		cargs := slices.Clone(args[:4]) // --engine swarm --node-binary PATH
+		if slices.Contains(args, "--swarm-unencrypted") {
+			cargs = append(cargs, "--swarm-unencrypted")
+		}
+		c := startContainerizedSidecar(t, dc, stateDir, cargs, &container.HostConfig{
+			Binds: []string{repo + ":" + repo}, PidMode: "host", CapAdd: []string{"SYS_ADMIN"},
+		})
+		ws, err := c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: "boxed", Repo: repo, Placement: onWorker})
+		if err != nil {
+			t.Fatalf("create a repository workspace on the worker: %v", err)
+		}
+		if n := serviceNode(t, dc, ws.ContainerID); n != sw.Worker {
+			t.Fatalf("exp the workspace on the worker %s, it is on %s", sw.Worker, n)
+		}
+		res, err := c.Exec(ctx, "boxed", "default", pclient.ExecRequest{Command: "cd /workspace && cat src/b.txt && echo boxed > boxed.txt"})
+		if err != nil || res.ExitCode != 0 || res.Stdout != "b\n" {
+			t.Fatalf("exec: %+v %v", res, err)
+		}
+		cr, err := c.Commit(ctx, "boxed", pclient.CommitRequest{Message: "boxed"})
+		if err != nil || !cr.Committed {
+			t.Fatalf("commit: %+v %v", cr, err)
+		}
+		if got := strings.TrimSpace(gitIn(t, repo, "show", "patina/boxed:boxed.txt")); got != "boxed" {
+			t.Fatalf("exp the commit on the branch in the repository, got %q", got)
+		}
+		if err := c.DeleteWorkspace(ctx, "boxed", pclient.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("the Dagger workspace functions' glue on the cluster", func(t *testing.T) {
+		// The module's workspace functions are internal/wsglue over the
+		// HTTP API (tests/dagger_test.go runs them on a Dagger engine): the
+		// same calls against the swarm sidecar, on a repository workspace.
+		if _, err := wsglue.Create(ctx, h.Client, wsglue.CreateRequest{Name: "glued", Repo: repo}); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		out, err := wsglue.Exec(ctx, h.Client, wsglue.ExecRequest{Workspace: "glued", Command: "cd /workspace && echo glued > glued.txt && cat src/b.txt"})
+		if err != nil || out != "b\n" {
+			t.Fatalf("exec: %q %v", out, err)
+		}
+		if d, err := wsglue.Diff(ctx, h.Client, wsglue.DiffRequest{Workspace: "glued"}); err != nil || !strings.Contains(d, "+glued") {
+			t.Fatalf("diff: %q %v", d, err)
+		}
+		if _, err := wsglue.Commit(ctx, h.Client, wsglue.CommitRequest{Workspace: "glued", Message: "glued"}); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		if _, err := wsglue.Merge(ctx, h.Client, wsglue.MergeRequest{Workspace: "glued"}); err != nil {
+			t.Fatalf("merge: %v", err)
+		}
+		if got := strings.TrimSpace(gitIn(t, repo, "show", "HEAD:glued.txt")); got != "glued" {
+			t.Fatalf("exp the merged file in the repository, got %q", got)
+		}
+		dest := filepath.Join(t.TempDir(), "fetched")
+		if res, err := wsglue.Fetch(ctx, h.Client, wsglue.FetchRequest{Workspace: "glued", Dest: dest}); err != nil || res.Files == 0 {
+			t.Fatalf("fetch: %+v %v", res, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dest, "glued.txt")); err != nil || string(b) != "glued\n" {
+			t.Fatalf("fetched file: %q %v", b, err)
+		}
+		if _, err := wsglue.Delete(ctx, h.Client, wsglue.DeleteRequest{Workspace: "glued"}); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+	})
+
+	t.Run("refused on a cluster", func(t *testing.T) {
+		_, err := h.Client.ForkWorkspace(ctx, "far", pclient.ForkWorkspaceRequest{Name: "far2"})
 		if !IsCode(err, pclient.CodeInvalid) || !strings.Contains(err.Error(), "swarm") {
 			t.Fatalf("exp 400 for a fork on the swarm, got %v", err)
 		}
@@ -339,4 +548,23 @@ func TestSwarm(t *testing.T) {
 			return !networkExists(ctx, dc, "patina-ws-"+ws.ID)
 		})
 	})
+}
+
+// bigRepo is a repository of about size bytes of incompressible files (1
+// MiB each), in one commit.
+func bigRepo(t *testing.T, size int) string {
+	t.Helper()
+	dir := GitRepo(t, map[string]string{"README": "big\n"})
+	buf := make([]byte, 1<<20)
+	for i := 0; i < size>>20; i++ {
+		if _, err := crand.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("blob-%03d", i)), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "big")
+	return dir
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -507,5 +508,90 @@ func BenchmarkExecTrue(b *testing.B) {
 		if _, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A session that ran more commands than its history keeps in memory still
+// pages through all of them, in order, with their texts, across an agent
+// restart; a command from the start is still found by id.
+func TestLongHistoryPages(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.client.CreateSession(ctx, CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 700
+	long := strings.Repeat("x", 300)
+	text := func(i int) string {
+		if i%100 == 0 {
+			return fmt.Sprintf(": %d %s", i, long)
+		}
+		return fmt.Sprintf(": %d", i)
+	}
+	for i := 1; i <= n; i++ {
+		if _, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: text(i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string) {
+		t.Helper()
+		var after uint64
+		got := 0
+		for {
+			page, err := f.client.History(ctx, "s", after, 64)
+			if err != nil {
+				t.Fatalf("%s: history after %d: %v", what, after, err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, ci := range page {
+				got++
+				if ci.ID != strconv.Itoa(got) || ci.Command != text(got) || ci.State != session.CommandFinished || ci.ExitCode == nil || *ci.ExitCode != 0 {
+					t.Fatalf("%s: command %d: %+v", what, got, ci)
+				}
+			}
+			after, _ = strconv.ParseUint(page[len(page)-1].ID, 10, 64)
+		}
+		if got != n {
+			t.Fatalf("%s: paged through %d commands, want %d", what, got, n)
+		}
+		if ci, err := f.client.Command(ctx, "s", "100"); err != nil || ci.Command != text(100) {
+			t.Fatalf("%s: command 100: %+v %v", what, ci, err)
+		}
+	}
+	check("live")
+	f.stop()
+	f.start(t, filepath.Dir(f.work))
+	check("after a restart")
+}
+
+// Calls wait for the agent's setup (the container's git identity, done
+// while the agent already answers hellos), and go on once it is done.
+func TestCallsWaitForSetup(t *testing.T) {
+	setup := make(chan struct{})
+	f := newFixture(t, func(c *ServerConfig) { c.Setup = setup })
+	ctx := context.Background()
+	if _, err := f.client.Connect(ctx); err != nil {
+		t.Fatalf("hello before the setup is done: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.client.CreateSession(ctx, CreateSessionRequest{ID: "s", Cwd: f.work})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a call answered before the setup was done: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(setup)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not go on once the setup was done")
 	}
 }

@@ -153,10 +153,27 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 // findStarted looks for the command req started at or after sent: the
 // session's newest command with its text. known says the session's
 // history could be read (so "" means it did not start). It gives up
-// quickly: an agent that does not answer this does not deserve long.
+// quickly: an agent that does not answer this does not deserve long. An
+// agent on its way out (a restart under way) is asked again, within that
+// time.
 func (c *Client) findStarted(ctx context.Context, req ExecRequest, sent time.Time) (id string, known bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	for {
+		id, known = c.lookupStarted(ctx, req, sent)
+		if known || ctx.Err() != nil {
+			return id, known
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// lookupStarted is one attempt of findStarted.
+func (c *Client) lookupStarted(ctx context.Context, req ExecRequest, sent time.Time) (id string, known bool) {
 	inf, err := c.Session(ctx, req.Session)
 	if errors.Is(err, session.ErrNotFound) {
 		return "", true
@@ -323,6 +340,21 @@ func (c *Client) GitState(ctx context.Context) (GitState, error) {
 func (c *Client) GitCommit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error) {
 	var out GitCommitResult
 	_, err := c.call(ctx, mGitCommit, req, &out, callOpts{long: true})
+	return out, err
+}
+
+// GitHas says whether the workspace's store of shipped objects has commit.
+func (c *Client) GitHas(ctx context.Context, commit string) (GitStore, error) {
+	var out GitStore
+	_, err := c.call(ctx, mGitHas, gitStoreRequest{Commit: commit}, &out, callOpts{})
+	return out, err
+}
+
+// GitReceive sends the workspace a pack (from worktree.Repo.PackCommit)
+// that brings commit, for its store of shipped objects.
+func (c *Client) GitReceive(ctx context.Context, commit string, pack io.Reader) (GitStore, error) {
+	var out GitStore
+	_, err := c.call(ctx, mGitReceive, gitStoreRequest{Commit: commit}, &out, callOpts{body: pack, long: true})
 	return out, err
 }
 

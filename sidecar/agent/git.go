@@ -4,17 +4,34 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/patina-dev/patina/worktree"
 )
 
 // WorkspaceGit is the workspace's own repository at workdir, run by
-// package worktree's Inside with the container's git.
-func WorkspaceGit(workdir string, log *slog.Logger) Git {
-	return insideGit{in: &worktree.Inside{Dir: workdir, Logger: log}}
+// package worktree's Inside with the container's git; objects shipped to
+// it are kept in stateDir/base.git.
+func WorkspaceGit(workdir, stateDir string, log *slog.Logger) Git {
+	return insideGit{in: &worktree.Inside{Dir: workdir, Logger: log}, store: worktree.Store{Dir: filepath.Join(stateDir, "base.git")}}
 }
 
-type insideGit struct{ in *worktree.Inside }
+type insideGit struct {
+	in    *worktree.Inside
+	store worktree.Store
+}
+
+func (g insideGit) Has(ctx context.Context, commit string) (GitStore, error) {
+	has, err := g.store.Has(ctx, commit)
+	return GitStore{Has: has, Objects: g.store.Objects()}, err
+}
+
+func (g insideGit) Receive(ctx context.Context, commit string, r io.Reader) (GitStore, error) {
+	if err := g.store.Receive(ctx, commit, r); err != nil {
+		return GitStore{}, err
+	}
+	return GitStore{Has: true, Objects: g.store.Objects()}, nil
+}
 
 func (g insideGit) Init(ctx context.Context, req GitInitRequest) error {
 	ireq := worktree.InitRequest{Branch: req.Branch, Base: req.Base, Alternates: req.Alternates, KeepFiles: req.KeepFiles, Rename: req.Rename}

@@ -35,6 +35,8 @@ const (
 	mGitState      = "git.state"
 	mGitCommit     = "git.commit"
 	mGitPack       = "git.pack"
+	mGitHas        = "git.has"
+	mGitReceive    = "git.receive"
 	mPortDial      = "port.dial"
 	mTermAttach    = "term.attach"
 )
@@ -399,6 +401,19 @@ type GitCommitRequest struct {
 type GitCommitResult struct {
 	Commit    string `json:"commit"`
 	Committed bool   `json:"committed"`
+}
+
+// GitStore is the store of objects shipped to a workspace whose engine is
+// on another machine than the user's repository: whether it has the
+// commit asked about, and its object directory, the alternate its
+// repository borrows from (a path in the workspace).
+type GitStore struct {
+	Has     bool   `json:"has"`
+	Objects string `json:"objects"`
+}
+
+type gitStoreRequest struct {
+	Commit string `json:"commit"`
 }
 
 type gitPackRequest struct {

@@ -44,7 +44,7 @@ type RunConfig struct {
 	TokenFile string
 	Version   string
 	// Git runs the workspace's repository (default WorkspaceGit).
-	Git func(workdir string, log *slog.Logger) Git
+	Git func(workdir, stateDir string, log *slog.Logger) Git
 	// GitName and GitEmail are set as the container's system-wide git
 	// identity unless it has one, so `git commit` works inside.
 	GitName, GitEmail string
@@ -104,10 +104,18 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if cfg.Git == nil {
 		cfg.Git = WorkspaceGit
 	}
-	scfg.Git = cfg.Git(cfg.Workdir, log)
-	if cfg.GitName != "" && cfg.GitEmail != "" {
-		gitIdentity(ctx, cfg.GitName, cfg.GitEmail, log)
-	}
+	scfg.Git = cfg.Git(cfg.Workdir, cfg.StateDir, log)
+	// The container's git identity is set meanwhile (a few git processes:
+	// tens of ms that would delay every start); calls wait for it, so a
+	// session's first `git commit` has it.
+	setup := make(chan struct{})
+	go func() {
+		defer close(setup)
+		if cfg.GitName != "" && cfg.GitEmail != "" {
+			gitIdentity(ctx, cfg.GitName, cfg.GitEmail, log)
+		}
+	}()
+	scfg.Setup = setup
 	// An agent being taken over may hold the sessions' lock a moment more.
 	var srv *Server
 	deadline := time.Now().Add(10 * time.Second)

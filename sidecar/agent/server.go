@@ -28,10 +28,18 @@ type Git interface {
 	State(ctx context.Context) (GitState, error)
 	Commit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error)
 	Pack(ctx context.Context, want, have []string, w io.Writer) error
+	// Has and Receive run the store of shipped objects: Receive indexes
+	// a pack read from r that must bring commit.
+	Has(ctx context.Context, commit string) (GitStore, error)
+	Receive(ctx context.Context, commit string, r io.Reader) (GitStore, error)
 }
 
 // ServerConfig configures the agent. Zero values take the defaults noted.
 type ServerConfig struct {
+	// Setup, if set, is closed when the container-wide setup the agent
+	// does as it starts (the git identity) is done: calls wait for it, up
+	// to setupWait. A connection's hello does not.
+	Setup <-chan struct{}
 	// WorkspaceID is the workspace this agent serves; hello must name it.
 	WorkspaceID string
 	// Token must be presented in hello by every connection.
@@ -82,6 +90,8 @@ type Server struct {
 	connMu sync.Mutex
 	conns  map[*mux.Conn]bool
 	closed bool
+	// done is NewServer's context's: the server's life.
+	done <-chan struct{}
 }
 
 // NewServer opens the workspace's sessions (reattaching to those whose
@@ -125,7 +135,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "agent"), sessions: m, conns: map[*mux.Conn]bool{}, terms: map[string]*terminal{}}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "agent"), sessions: m, conns: map[*mux.Conn]bool{}, terms: map[string]*terminal{}, done: ctx.Done()}
 	s.hello = Hello{WorkspaceID: cfg.WorkspaceID, Protocol: ProtocolVersion, Version: cfg.Version, PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	for _, inf := range m.List() {
 		s.hello.Sessions++
@@ -139,6 +149,12 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 // Close closes every connection (callers see it drop, and reconnect to the
 // next agent), then lets go of the sessions without ending them.
 func (s *Server) Close() error {
+	s.dropConns()
+	return s.sessions.Close()
+}
+
+// dropConns closes every connection, and refuses new ones.
+func (s *Server) dropConns() {
 	s.connMu.Lock()
 	s.closed = true
 	conns := make([]*mux.Conn, 0, len(s.conns))
@@ -149,7 +165,18 @@ func (s *Server) Close() error {
 	for _, c := range conns {
 		c.Close()
 	}
-	return s.sessions.Close()
+}
+
+// stopping reports whether the server is shutting down.
+func (s *Server) stopping() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+	}
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return s.closed
 }
 
 // Serve accepts connections until ctx ends or ln fails.
@@ -258,6 +285,8 @@ var handlers = map[string]handler{
 	mGitState:      (*Server).gitState,
 	mGitCommit:     (*Server).gitCommit,
 	mGitPack:       (*Server).gitPack,
+	mGitHas:        (*Server).gitHas,
+	mGitReceive:    (*Server).gitReceive,
 	mPortDial:      (*Server).portDial,
 	mTermAttach:    (*Server).termAttach,
 }
@@ -275,8 +304,39 @@ func (s *Server) serveStream(st *mux.Stream) {
 		writeErr(st, &wireError{Code: codeInvalid, Msg: fmt.Sprintf("unknown method %q", c.Method)})
 		return
 	}
+	s.waitSetup()
 	if err := h(s, st, c.Args); err != nil {
+		if s.stopping() {
+			// A failure caused by the shutdown (a session closed under a
+			// waiting exec) would read as the call's answer. The
+			// connection dropping instead tells the client that the agent
+			// went away, and it asks the next agent.
+			s.dropConns()
+			return
+		}
 		writeErr(st, encodeError(err))
+	}
+}
+
+// setupWait bounds how long a call waits for the agent's setup (which
+// bounds its own steps to 10 s).
+const setupWait = 15 * time.Second
+
+// waitSetup waits for the agent's setup, if it is not done.
+func (s *Server) waitSetup() {
+	if s.cfg.Setup == nil {
+		return
+	}
+	select {
+	case <-s.cfg.Setup:
+		return
+	default:
+	}
+	t := time.NewTimer(setupWait)
+	defer t.Stop()
+	select {
+	case <-s.cfg.Setup:
+	case <-t.C:
 	}
 }
 

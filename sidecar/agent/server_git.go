@@ -87,3 +87,19 @@ func (s *Server) gitPack(st *mux.Stream, args json.RawMessage) error {
 		return nil, nil
 	})
 }
+
+// gitHas says whether the store of shipped objects has a commit.
+func (s *Server) gitHas(st *mux.Stream, args json.RawMessage) error {
+	var req gitStoreRequest
+	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
+		return g.Has(ctx, req.Commit)
+	})
+}
+
+// gitReceive stores the pack that is the call's body.
+func (s *Server) gitReceive(st *mux.Stream, args json.RawMessage) error {
+	var req gitStoreRequest
+	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
+		return g.Receive(ctx, req.Commit, st)
+	})
+}

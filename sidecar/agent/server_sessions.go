@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -153,17 +152,9 @@ func (s *Server) history(st *mux.Stream, args json.RawMessage) error {
 	if limit <= 0 || limit > MaxHistoryPage {
 		limit = MaxHistoryPage
 	}
-	out := []session.CommandInfo{}
-	size := 0
-	for _, ci := range sess.History() {
-		if n, err := strconv.ParseUint(ci.ID, 10, 64); err != nil || n <= req.After {
-			continue
-		}
-		if len(out) == limit || (len(out) > 0 && size+len(ci.Command) > historyPageBytes) {
-			break
-		}
-		out = append(out, ci)
-		size += len(ci.Command) + 256
+	out := sess.HistoryPage(req.After, limit, historyPageBytes)
+	if out == nil {
+		out = []session.CommandInfo{}
 	}
 	writeResult(st, out)
 	return nil

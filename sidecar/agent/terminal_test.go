@@ -135,8 +135,10 @@ func TestTerminal(t *testing.T) {
 	sc3.expect(t, "from-session-5")
 	term3.Close()
 
-	term2.Input([]byte("export TYPED=by-hand\r"))
-	time.Sleep(100 * time.Millisecond)
+	// Wait for the shell to have run the line: a hang-up loses typed input
+	// the shell has not read yet, as closing a terminal window does.
+	term2.Input([]byte("export TYPED=by-hand; echo typed-$((3*3))\r"))
+	sc2.expect(t, "typed-9")
 	if err := term2.End(); err != nil {
 		t.Fatal(err)
 	}

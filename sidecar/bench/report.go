@@ -131,13 +131,35 @@ type Check struct {
 }
 
 // Pass reports whether every check passed.
-func (r Report) Pass() bool {
-	for _, c := range r.Checks {
+func (r Report) Pass() bool { return allPass(r.Checks) }
+
+// cells is the check as a table row: name, value, target, PASS or MISS.
+func (c Check) cells() []string {
+	res := "PASS"
+	if !c.Pass {
+		res = "MISS"
+	}
+	return []string{c.Name, c.Value, c.Target, res}
+}
+
+// writeVerdict ends a report: whether every target was met.
+func writeVerdict(w io.Writer, pass bool) error {
+	verdict := "all targets met"
+	if !pass {
+		verdict = "some targets missed"
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", verdict)
+	return err
+}
+
+// allPass reports whether there are checks and every one passed.
+func allPass(checks []Check) bool {
+	for _, c := range checks {
 		if !c.Pass {
 			return false
 		}
 	}
-	return len(r.Checks) > 0
+	return len(checks) > 0
 }
 
 // judge fills in r.Speedup and r.Checks from the figures.
@@ -173,27 +195,13 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "patina bench: sidecar %s, image %s, %d CPUs, %s, took %s\n\n",
 		r.Version, r.Image, r.CPUs, r.StartedAt.Local().Format(time.DateTime),
 		time.Duration(r.DurationMS*float64(time.Millisecond)).Round(100*time.Millisecond))
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 3, ' ', 0)
-	row := func(cells ...string) {
-		for i, c := range cells {
-			if i > 0 {
-				fmt.Fprint(tw, "\t")
-			}
-			fmt.Fprint(tw, c)
-		}
-		fmt.Fprint(tw, "\n")
-	}
+	var rows [][]string
+	row := func(cells ...string) { rows = append(rows, cells) }
 	judged := func(i int) {
 		if i >= len(r.Checks) {
 			return
 		}
-		c := r.Checks[i]
-		res := "PASS"
-		if !c.Pass {
-			res = "MISS"
-		}
-		row(c.Name, c.Value, c.Target, res)
+		row(r.Checks[i].cells()...)
 	}
 	row("FIGURE", "VALUE", "TARGET", "RESULT")
 	judged(0)
@@ -228,23 +236,33 @@ func (r Report) WriteText(w io.Writer) error {
 	row(fmt.Sprintf("fork of a workspace with %s installed, to its first exec", fmtBytes(r.Fork.Bytes)), fmtMS(r.Fork.MS), "", "")
 	row(fmt.Sprintf("HTTP %s forwarded / direct", fmtBytes(p.ForwardedBytes.Bytes)),
 		fmt.Sprintf("%.0f / %.0f MB/s (%.2f×)", p.ForwardedBytes.MBPerSecond, p.DirectBytes.MBPerSecond, p.ThroughputRatio), "", "")
+	if err := writeTable(w, rows); err != nil {
+		return err
+	}
+	if c.FirstError != "" {
+		fmt.Fprintf(w, "\nfirst concurrent error: %s\n", c.FirstError)
+	}
+	return writeVerdict(w, r.Pass())
+}
+
+// writeTable prints rows as aligned columns.
+func writeTable(w io.Writer, rows [][]string) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 3, ' ', 0)
+	for _, cells := range rows {
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, l := range strings.SplitAfter(buf.String(), "\n") {
 		if l != "" {
-			fmt.Fprintln(w, strings.TrimRight(l, " \n"))
+			if _, err := fmt.Fprintln(w, strings.TrimRight(l, " \n")); err != nil {
+				return err
+			}
 		}
 	}
-	if c.FirstError != "" {
-		fmt.Fprintf(w, "\nfirst concurrent error: %s\n", c.FirstError)
-	}
-	verdict := "all targets met"
-	if !r.Pass() {
-		verdict = "some targets missed"
-	}
-	_, err := fmt.Fprintf(w, "\n%s\n", verdict)
-	return err
+	return nil
 }
 
 // fmtMS formats milliseconds readably: "0.212 ms", "38.9 ms", "1.24 s".

@@ -43,20 +43,18 @@ func Run(ctx context.Context, opts Options) (rep Report, err error) {
 		return rep, err
 	}
 
-	root, err := os.MkdirTemp("", "patina-bench-")
+	r, err := newRunner(o, api)
 	if err != nil {
 		return rep, err
 	}
-	stateDir := filepath.Join(root, "state")
-	r := &runner{o: o, api: api, stateDir: stateDir, root: root}
 	defer func() {
-		if cerr := r.cleanup(root); cerr != nil && err == nil {
+		if cerr := r.cleanup(r.root); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
 
-	r.progress("starting a sidecar (%s serve, state in %s)", o.Binary, stateDir)
-	r.proc, err = startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "sidecar.log"), o.Image, o.StartTimeout)
+	r.progress("starting a sidecar (%s serve, state in %s)", o.Binary, r.stateDir)
+	r.proc, err = startSidecar(ctx, o.Binary, r.stateDir, filepath.Join(r.root, "sidecar.log"), o.Image, o.StartTimeout)
 	if err != nil {
 		return rep, err
 	}
@@ -103,6 +101,16 @@ type runner struct {
 
 	mu         sync.Mutex
 	workspaces []string // ids created and not yet deleted
+}
+
+// newRunner makes a run's temporary directory (the sidecar's state
+// directory inside); cleanup removes it.
+func newRunner(o Options, api DockerAPI) (*runner, error) {
+	root, err := os.MkdirTemp("", "patina-bench-")
+	if err != nil {
+		return nil, err
+	}
+	return &runner{o: o, api: api, stateDir: filepath.Join(root, "state"), root: root}, nil
 }
 
 func (r *runner) progress(format string, args ...any) {
@@ -200,7 +208,13 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 }
 
 func (r *runner) createWorkspace(ctx context.Context, name string) (pclient.Workspace, error) {
-	ws, err := r.c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: name, Image: r.o.Image})
+	return r.createWorkspaceOn(ctx, name, nil)
+}
+
+// createWorkspaceOn creates a workspace with placement constraints
+// (--engine swarm), remembered for the cleanup.
+func (r *runner) createWorkspaceOn(ctx context.Context, name string, placement []string) (pclient.Workspace, error) {
+	ws, err := r.c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: name, Image: r.o.Image, Placement: placement})
 	if err != nil {
 		return ws, fmt.Errorf("create workspace %s: %w", name, err)
 	}
@@ -294,10 +308,16 @@ func (r *runner) dockerExecs(ctx context.Context, containerID string) (Latency, 
 // createToFirstExec times fresh scratch workspaces from the create call to
 // the return of their first exec, deleting each afterwards (untimed).
 func (r *runner) createToFirstExec(ctx context.Context) (Latency, error) {
+	return r.createToFirstExecOn(ctx, "bench-create", nil)
+}
+
+// createToFirstExecOn is createToFirstExec with placement constraints, the
+// workspaces named prefix-N.
+func (r *runner) createToFirstExecOn(ctx context.Context, prefix string, placement []string) (Latency, error) {
 	ds := make([]time.Duration, 0, r.o.CreateSamples)
 	for i := 0; i < r.o.CreateSamples; i++ {
 		t0 := time.Now()
-		ws, err := r.createWorkspace(ctx, fmt.Sprintf("bench-create-%d", i))
+		ws, err := r.createWorkspaceOn(ctx, fmt.Sprintf("%s-%d", prefix, i), placement)
 		if err != nil {
 			return Latency{}, err
 		}

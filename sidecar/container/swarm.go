@@ -45,12 +45,17 @@ type SwarmAPI interface {
 	NetworkConnect(ctx context.Context, networkID, containerID string, config *network.EndpointSettings) error
 	NetworkDisconnect(ctx context.Context, networkID, containerID string, force bool) error
 	NetworkRemove(ctx context.Context, networkID string) error
+	NodeInspectWithRaw(ctx context.Context, nodeID string) (swarm.Node, []byte, error)
 }
 
 var _ SwarmAPI = (*client.Client)(nil)
 
 // ErrUnsupported: the engine cannot do this.
 var ErrUnsupported = errors.New("not supported by this engine")
+
+// ErrNodeDown: the node a workspace is pinned to (where its volumes are)
+// is down, drained or paused; it can run again when the node is back.
+var ErrNodeDown = errors.New("the workspace's node is unavailable")
 
 // Where a Swarm workspace's agent listens (on its own overlay network) and
 // finds its token.
@@ -414,13 +419,81 @@ func (s *Swarm) replicas(ctx context.Context, serviceID string, n uint64) error 
 }
 
 // Start scales the service to one task and waits until it runs (on its
-// node: where its volumes are).
+// node: where its volumes are). A node that is down or drained cannot take
+// it: Start says so (ErrNodeDown) at once. A task left pending since its
+// node was away is nudged (a forced update) so that it is scheduled again.
 func (s *Swarm) Start(ctx context.Context, id string) error {
+	svc, _, err := s.api.ServiceInspectWithRaw(ctx, id, swarm.ServiceInspectOptions{})
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("service %s: %w", short(id), ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if why := s.nodeProblem(ctx, svc); why != "" {
+		return fmt.Errorf("%w: %s: its volumes are there; start it again when the node is back", ErrNodeDown, why)
+	}
 	if err := s.replicas(ctx, id, 1); err != nil {
 		return err
 	}
-	_, err := s.waitRunning(ctx, id)
-	return err
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for nudges := 0; ; nudges++ {
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := s.waitRunning(wctx, id)
+		wcancel()
+		if err == nil || ctx.Err() != nil || nudges >= 5 {
+			return err
+		}
+		ts, _ := s.tasks(ctx, id)
+		states := make([]string, 0, len(ts))
+		for _, t := range ts {
+			states = append(states, short(t.ID)+" on "+short(t.NodeID)+": "+taskWhy(t))
+		}
+		s.log.Info("the workspace's task is not running yet: nudging it", "service", short(id), "node_state", s.nodeProblem(ctx, svc), "tasks", states, "err", err)
+		if err := s.update(ctx, id, func(spec *swarm.ServiceSpec) { spec.TaskTemplate.ForceUpdate++ }); err != nil {
+			return err
+		}
+	}
+}
+
+// pinnedNode is the node id a service is pinned to ("" if none yet).
+func pinnedNode(svc swarm.Service) string {
+	if p := svc.Spec.TaskTemplate.Placement; p != nil {
+		for _, c := range p.Constraints {
+			if n, ok := strings.CutPrefix(c, "node.id=="); ok {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// nodeProblem says why the node a service is pinned to cannot run it
+// ("" if it can, or if that cannot be told).
+func (s *Swarm) nodeProblem(ctx context.Context, svc swarm.Service) string {
+	id := pinnedNode(svc)
+	if id == "" {
+		return ""
+	}
+	n, _, err := s.api.NodeInspectWithRaw(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return "its node " + short(id) + " has left the swarm"
+	}
+	if err != nil {
+		return ""
+	}
+	name := n.Description.Hostname
+	if name == "" {
+		name = short(id)
+	}
+	switch {
+	case n.Status.State != swarm.NodeStateReady:
+		return fmt.Sprintf("its node %s is %s", name, n.Status.State)
+	case n.Spec.Availability != swarm.NodeAvailabilityActive:
+		return fmt.Sprintf("its node %s is %s", name, n.Spec.Availability)
+	}
+	return ""
 }
 
 // Stop scales the service to none and waits (up to timeout and a little)
@@ -487,50 +560,29 @@ func (s *Swarm) Remove(ctx context.Context, id string) error {
 	var errs []error
 	if list, err := s.api.SecretList(ctx, swarm.SecretListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelWorkspace+"="+wsID))}); err == nil {
 		for _, sec := range list {
-			// A secret stays in use until the task is gone: retry a little.
-			for i := 0; ; i++ {
-				err := s.api.SecretRemove(ctx, sec.ID)
-				if err == nil || errdefs.IsNotFound(err) {
-					break
-				}
-				if i >= 50 {
-					errs = append(errs, fmt.Errorf("remove secret %s: %w", sec.Spec.Name, err))
-					break
-				}
-				time.Sleep(swarmWaitPeriod)
+			if err := retryInUse(ctx, func() error { return s.api.SecretRemove(ctx, sec.ID) }); err != nil {
+				errs = append(errs, fmt.Errorf("remove secret %s: %w", sec.Spec.Name, err))
 			}
 		}
 	}
 	name := swarmNetwork(wsID)
-	s.relayMu.Lock()
-	relay := s.relayID
-	delete(s.attached, name)
-	s.relayMu.Unlock()
-	if relay != "" {
-		_ = s.api.NetworkDisconnect(ctx, name, relay, true)
-	}
-	for i := 0; ; i++ {
-		err := s.api.NetworkRemove(ctx, name)
-		if err == nil || errdefs.IsNotFound(err) {
-			break
-		}
-		if i >= 50 {
-			errs = append(errs, fmt.Errorf("remove network %s: %w", name, err))
-			break
-		}
-		time.Sleep(swarmWaitPeriod)
+	s.detachRelay(ctx, name)
+	if err := retryInUse(ctx, func() error { return s.api.NetworkRemove(ctx, name) }); err != nil {
+		errs = append(errs, fmt.Errorf("remove network %s: %w", name, err))
 	}
 	return errors.Join(errs...)
 }
 
-// RemoveVolumes removes the workspace's volumes on this node (its task's
-// container may take a moment to go). It cannot reach a volume on another
-// node: the manager's API does not manage nodes' volumes, so those stay
-// (docs/scale-out.md says how to prune them there).
-func (s *Swarm) RemoveVolumes(ctx context.Context, workspaceID string) error {
+// retryInUse calls remove until it succeeds or finds nothing to remove,
+// for up to 10 s: a secret, network or volume stays in use a moment after
+// its task is gone.
+func retryInUse(ctx context.Context, remove func() error) error {
 	for i := 0; ; i++ {
-		err := s.local.RemoveVolumes(ctx, workspaceID)
-		if err == nil || i >= 50 || !strings.Contains(err.Error(), "in use") {
+		err := remove()
+		if err == nil || errdefs.IsNotFound(err) {
+			return nil
+		}
+		if i >= 50 {
 			return err
 		}
 		select {
@@ -539,6 +591,14 @@ func (s *Swarm) RemoveVolumes(ctx context.Context, workspaceID string) error {
 		case <-time.After(swarmWaitPeriod):
 		}
 	}
+}
+
+// RemoveVolumes removes the workspace's volumes on this node (its task's
+// container may take a moment to go). It cannot reach a volume on another
+// node: the manager's API does not manage nodes' volumes, so those stay
+// (docs/scale-out.md says how to prune them there).
+func (s *Swarm) RemoveVolumes(ctx context.Context, workspaceID string) error {
+	return retryInUse(ctx, func() error { return s.local.RemoveVolumes(ctx, workspaceID) })
 }
 
 // Inspect reports the service's state: running when a task of it runs.
@@ -557,12 +617,19 @@ func (s *Swarm) Inspect(ctx context.Context, id string) (State, error) {
 	}
 	for _, t := range ts {
 		if t.Status.State == swarm.TaskStateRunning {
+			if why := s.nodeProblem(ctx, svc); why != "" {
+				// A task on a node that is down still reads running.
+				return State{ID: svc.ID, Status: "exited", Error: why}, nil
+			}
 			return State{ID: svc.ID, Running: true, Status: "running"}, nil
 		}
 		st.Error = "its task is " + taskWhy(t)
 	}
 	if r := svc.Spec.Mode.Replicated; r != nil && r.Replicas != nil && *r.Replicas == 0 {
 		st.Error = ""
+	}
+	if why := s.nodeProblem(ctx, svc); why != "" {
+		st.Error = why
 	}
 	return st, nil
 }
@@ -632,11 +699,14 @@ func (s *Swarm) Watch(ctx context.Context, fn func(workspaceID, containerID, act
 
 // StartAgent has nothing to start: the container's PID 1 keeps its agent
 // running (see agent pause), and starts it again within 5 s of its death.
-// It waits (up to 20 s) until the agent takes connections again, as
-// starting it does on a single engine.
+// It waits (up to a minute) until the agent takes connections again, as
+// starting it does on a single engine. A task new on a node that came back
+// may stay unreachable from the relay a while (the overlay's peers are
+// learnt again): after 15 s the relay is attached to the network anew.
 func (s *Swarm) StartAgent(ctx context.Context, id string, _ AgentStart) error {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	refresh := time.Now().Add(15 * time.Second)
 	for {
 		st, err := s.Inspect(ctx, id)
 		if err != nil {
@@ -645,10 +715,19 @@ func (s *Swarm) StartAgent(ctx context.Context, id string, _ AgentStart) error {
 		if !st.Running {
 			return fmt.Errorf("service %s has no running task (%s)", short(id), st.Error)
 		}
-		c, err := s.DialAgent(ctx, id)
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := s.DialAgent(dctx, id)
+		dcancel()
 		if err == nil {
 			c.Close()
 			return nil
+		}
+		if !refresh.IsZero() && time.Now().After(refresh) {
+			refresh = time.Time{}
+			s.log.Info("the agent is not reachable yet: attaching the relay to its network again", "service", short(id), "err", err)
+			if svc, _, err := s.api.ServiceInspectWithRaw(ctx, id, swarm.ServiceInspectOptions{}); err == nil {
+				s.detachRelay(ctx, swarmNetwork(svc.Spec.Labels[LabelWorkspace]))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -728,21 +807,37 @@ func (s *Swarm) relay(ctx context.Context, netName, img string) (string, error) 
 	s.relayMu.Lock()
 	defer s.relayMu.Unlock()
 	if s.relayID == "" {
-		id, err := s.ensureRelay(ctx, img)
+		id, nets, err := s.ensureRelay(ctx, img)
 		if err != nil {
 			return "", err
 		}
 		s.relayID = id
 		s.attached = map[string]bool{}
+		for _, n := range nets {
+			s.attached[n] = true
+		}
 	}
 	if !s.attached[netName] {
 		err := s.api.NetworkConnect(ctx, netName, s.relayID, nil)
-		if err != nil && !strings.Contains(err.Error(), "already exists") {
+		// A relay found running (a restarted sidecar) may be on it already.
+		if err != nil && !strings.Contains(err.Error(), "already attached") && !strings.Contains(err.Error(), "already exists") {
 			return "", fmt.Errorf("attach the relay to %s: %w", netName, err)
 		}
 		s.attached[netName] = true
 	}
 	return s.relayID, nil
+}
+
+// detachRelay takes the relay off a workspace's network; the next dial
+// attaches it again.
+func (s *Swarm) detachRelay(ctx context.Context, name string) {
+	s.relayMu.Lock()
+	relay := s.relayID
+	delete(s.attached, name)
+	s.relayMu.Unlock()
+	if relay != "" {
+		_ = s.api.NetworkDisconnect(ctx, name, relay, true)
+	}
 }
 
 func (s *Swarm) forgetRelay(id string) {
@@ -755,12 +850,16 @@ func (s *Swarm) forgetRelay(id string) {
 
 // ensureRelay finds or makes the running relay container, from img (an
 // image on this host: a workspace's, whose service was made from this
-// host's image id).
-func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, error) {
+// host's image id). It returns its id and the networks it is on.
+func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, error) {
 	name := s.relayName()
 	if info, err := s.api.ContainerInspect(ctx, name); err == nil {
 		if info.Config != nil && info.Config.Labels[LabelRole] == swarmRoleRelay && info.State != nil && info.State.Running {
-			return info.ID, nil
+			var nets []string
+			if info.NetworkSettings != nil {
+				nets = slices.Collect(maps.Keys(info.NetworkSettings.Networks))
+			}
+			return info.ID, nets, nil
 		}
 		_ = s.api.ContainerRemove(ctx, info.ID, container.RemoveOptions{Force: true})
 	}
@@ -769,10 +868,10 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, error) {
 	}
 	vol, err := s.local.agent.ensure(ctx, s.local, img)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := s.local.ensureNetwork(ctx); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	labels := map[string]string{LabelManaged: "1", LabelStateDir: s.cfg.StateDir, LabelRole: swarmRoleRelay}
 	resp, err := s.api.ContainerCreate(ctx, &container.Config{
@@ -788,12 +887,12 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, error) {
 		Sysctls: map[string]string{"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0"},
 	}, nil, nil, name)
 	if err != nil {
-		return "", fmt.Errorf("create the relay container: %w", err)
+		return "", nil, fmt.Errorf("create the relay container: %w", err)
 	}
 	if err := s.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return "", fmt.Errorf("start the relay container: %w", err)
+		return "", nil, fmt.Errorf("start the relay container: %w", err)
 	}
-	return resp.ID, nil
+	return resp.ID, nil, nil
 }
 
 // Commit, CopyVolumes and RemoveImage (fork) need the node's engine.

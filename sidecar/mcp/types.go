@@ -5,10 +5,11 @@ package mcpserver
 
 // WorkspaceCreateIn is workspace_create's arguments.
 type WorkspaceCreateIn struct {
-	Name  string `json:"name,omitempty" jsonschema:"Name of the workspace, also naming its branch patina/<name>: 1 to 64 ASCII letters, digits, '.', '_' and '-', starting with a letter or digit. Generated when omitted."`
-	Repo  string `json:"repo,omitempty" jsonschema:"Path of a git repository on the user's machine (a relative path is resolved against the MCP server's working directory, normally the user's project). The workspace becomes a new branch of it checked out at /workspace. Omit for an empty scratch workspace without git."`
-	Base  string `json:"base,omitempty" jsonschema:"Git ref (branch, tag or commit) the workspace's branch starts from (default: the repository's current HEAD). Only with repo."`
-	Image string `json:"image,omitempty" jsonschema:"Docker image of the workspace's container (default patina/base:bookworm: a minimal Debian 12 with bash, coreutils, git, procps, vim-tiny and less; install more with apt-get install -y)."`
+	Name      string   `json:"name,omitempty" jsonschema:"Name of the workspace, also naming its branch patina/<name>: 1 to 64 ASCII letters, digits, '.', '_' and '-', starting with a letter or digit. Generated when omitted."`
+	Repo      string   `json:"repo,omitempty" jsonschema:"Path of a git repository on the user's machine (a relative path is resolved against the MCP server's working directory, normally the user's project). The workspace becomes a new branch of it checked out at /workspace. Omit for an empty scratch workspace without git."`
+	Base      string   `json:"base,omitempty" jsonschema:"Git ref (branch, tag or commit) the workspace's branch starts from (default: the repository's current HEAD). Only with repo."`
+	Image     string   `json:"image,omitempty" jsonschema:"Docker image of the workspace's container (default patina/base:bookworm: a minimal Debian 12 with bash, coreutils, git, procps, vim-tiny and less; install more with apt-get install -y)."`
+	Placement []string `json:"placement,omitempty" jsonschema:"Swarm placement constraints choosing the node the workspace runs on, e.g. [\"node.labels.gpu==1\"] (node.ATTR==VALUE or node.ATTR!=VALUE). Only when the sidecar runs with --engine swarm; omit otherwise."`
 }
 
 // WorkspaceOut describes a workspace.

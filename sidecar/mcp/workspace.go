@@ -38,7 +38,7 @@ func (s *server) addWorkspaceTools(ms *mcp.Server) {
 }
 
 func (s *server) workspaceCreate(ctx context.Context, in WorkspaceCreateIn) (string, WorkspaceOut, error) {
-	req := client.CreateWorkspaceRequest{Name: in.Name, Repo: in.Repo, Base: in.Base, Image: in.Image}
+	req := client.CreateWorkspaceRequest{Name: in.Name, Repo: in.Repo, Base: in.Base, Image: in.Image, Placement: in.Placement}
 	if req.Repo != "" {
 		req.Repo = expandRepo(req.Repo, s.opts.WorkDir)
 	} else if req.Base != "" {

@@ -86,9 +86,6 @@ func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
 	if err := m.checkPlacement(req.Placement); err != nil {
 		return err
 	}
-	if req.Repo != "" && !m.eng.Local() {
-		return fmt.Errorf("%w: repository workspaces need the Docker engine on the sidecar's host (their files and the repository's objects are mounted from it); this sidecar's engine is remote: create a scratch workspace (no repo) there", ErrUnsupported)
-	}
 	return nil
 }
 
@@ -175,13 +172,17 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		md.ID = wt.ID
 		md.Repo = wt.Repo
 		md.Branch = wt.Branch
-		md.ObjectDirs = wt.ObjectDirs
 		md.Base = wt.BaseRef
 		if md.Base == "" {
 			md.Base = req.Base
 		}
 		md.BaseCommit = wt.BaseCommit
-		md.Worktree = filepath.Join(r.WorktreesDir(), wt.Name)
+		if m.eng.Local() {
+			md.ObjectDirs = wt.ObjectDirs
+			md.Worktree = filepath.Join(r.WorktreesDir(), wt.Name)
+		} else {
+			md.Shipped = true // files in a volume, objects sent (ship.go)
+		}
 	} else {
 		md.ID = randomHex(8)
 	}

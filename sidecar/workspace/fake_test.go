@@ -39,6 +39,9 @@ type fakeEngine struct {
 	// answering garbage.
 	hostile map[string]bool
 	starts  int
+	// remote makes the engine say it is not on this host: repository
+	// workspaces get their objects shipped, not mounted.
+	remote bool
 }
 
 type fakeContainer struct {
@@ -68,7 +71,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	return e
 }
 
-func (e *fakeEngine) Local() bool { return true }
+func (e *fakeEngine) Local() bool { return !e.remote }
 
 // Forking needs a real engine (a container commit, a copy in a helper
 // container): tests/fork_test.go runs it against Docker.
@@ -225,7 +228,7 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.Age
 		Workdir:        workdir,
 		InterruptGrace: 200 * time.Millisecond,
 		Launcher:       c.procs,
-		Git:            remapGit{agent.WorkspaceGit(workdir, slog.New(slog.DiscardHandler)), c.spec},
+		Git:            remapGit{agent.WorkspaceGit(workdir, filepath.Join(c.dir, "state"), slog.New(slog.DiscardHandler)), c.spec},
 	})
 	if err != nil {
 		ln.Close()
@@ -335,3 +338,17 @@ func helloID(h []byte) string {
 type fakeImages struct{}
 
 func (fakeImages) Ensure(context.Context, string) error { return nil }
+
+// container is a workspace's current fake container.
+func (e *fakeEngine) container(t *testing.T, wsid string) *fakeContainer {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.containers {
+		if c.wsid == wsid {
+			return c
+		}
+	}
+	t.Fatalf("no container for workspace %s", wsid)
+	return nil
+}

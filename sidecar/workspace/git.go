@@ -58,6 +58,13 @@ func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
 	for i, d := range md.ObjectDirs {
 		alts[i] = objectsTarget(i, d)
 	}
+	if md.Shipped {
+		objects, err := w.shipObjects(ctx, c, md.BaseCommit)
+		if err != nil {
+			return err
+		}
+		alts = []string{objects}
+	}
 	base := md.BaseCommit
 	if keepFiles && w.repo != nil {
 		if wt, err := w.repo.Get(ctx, md.ID); err == nil && wt.Head != "" {

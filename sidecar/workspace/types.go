@@ -138,13 +138,16 @@ const (
 // meta is workspace.json: the sidecar's own record of a workspace, the only
 // source of paths, mounts and container settings.
 type meta struct {
-	Format     int               `json:"format,omitempty"`
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	Repo       string            `json:"repo,omitempty"`
-	Branch     string            `json:"branch,omitempty"`
-	Worktree   string            `json:"worktree"`
-	ObjectDirs []string          `json:"object_dirs,omitempty"`
+	Format     int      `json:"format,omitempty"`
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Repo       string   `json:"repo,omitempty"`
+	Branch     string   `json:"branch,omitempty"`
+	Worktree   string   `json:"worktree"`
+	ObjectDirs []string `json:"object_dirs,omitempty"`
+	// Shipped: the engine is not on this host; the workspace's files are
+	// in its own volume and its base's objects were shipped to it.
+	Shipped    bool              `json:"shipped,omitempty"`
 	Base       string            `json:"base,omitempty"`
 	BaseCommit string            `json:"base_commit,omitempty"`
 	Image      string            `json:"image"`

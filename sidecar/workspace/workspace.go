@@ -256,9 +256,30 @@ func (w *workspace) containerEvent(action string) {
 	switch action {
 	case "die":
 		w.markStopped("its container exited")
+		// The engine may know more (a Swarm node that is down): asked
+		// aside, so that the events of other workspaces do not wait.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if st, err := w.m.eng.Inspect(ctx, w.containerID()); err == nil && !st.Running && st.Error != "" {
+				w.mu.Lock()
+				if w.status == client.StatusStopped && w.why == "its container exited" {
+					w.why = exitedWhy(st)
+				}
+				w.mu.Unlock()
+			}
+		}()
 	case "destroy":
 		w.markStopped("its container was removed outside patina")
 	}
+}
+
+// exitedWhy says why a container that is not running stopped.
+func exitedWhy(st container.State) string {
+	if st.Error == "" {
+		return "its container exited"
+	}
+	return "its container exited: " + st.Error
 }
 
 // explain turns an agent that cannot be reached into "stopped" when the
@@ -275,7 +296,7 @@ func (w *workspace) explain(err error) error {
 	case errors.Is(ierr, container.ErrNotFound):
 		w.markStopped("its container was removed outside patina")
 	case ierr == nil && !st.Running:
-		w.markStopped("its container exited " + st.Error)
+		w.markStopped(exitedWhy(st))
 	default:
 		w.mu.Lock()
 		w.ag.err = err.Error()

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
+
+	"github.com/docker/docker/client"
 
 	"github.com/patina-dev/patina/sidecar/bench"
 	"github.com/patina-dev/patina/sidecar/image"
@@ -14,6 +17,16 @@ type benchOptions struct {
 	opts       bench.Options
 	// streamMB and diffMB are --stream-mb and --diff-mb (MB, 10^6 bytes).
 	streamMB, diffMB int64
+	// engine is --engine; nodeBinary and unencrypted its swarm options.
+	engine      string
+	nodeBinary  string
+	unencrypted bool
+}
+
+// report is a bench report: Report or SwarmReport.
+type report interface {
+	WriteText(w io.Writer) error
+	Pass() bool
 }
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -38,6 +51,14 @@ and, unjudged, exec of true through the exec relay (a second sidecar with
 --agent-transport exec: the path of a remote engine or a sidecar in a
 container).
 
+With --engine swarm (on a manager of a swarm with another ready node), it
+measures instead, in a sidecar started with --engine swarm:
+  exec of ` + "`true`" + ` p50 in a workspace on another node ÷ in one on this node:
+      ≤ 1.5×
+  and, unjudged, create → first exec on each node.
+--samples and --create-samples apply (defaults there 300 and 3); the image
+and the binary (--node-binary) must be on every node.
+
 patina bench starts a sidecar of its own (this program's "serve" on a free
 loopback port, with a temporary state directory and token) so that it can
 read its memory use, and removes it, its workspaces and the directory at the
@@ -49,6 +70,17 @@ it does not use a running sidecar, nor the global --addr, --token and
   patina bench --samples 200 --sessions 10 --execs 20 --stream-mb 100 --diff-mb 10 --git-files 1000   # a quick run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin, err := a.executable()
+			if err != nil {
+				return fmt.Errorf("find the patina executable: %w", err)
+			}
+			switch o.engine {
+			case "docker":
+			case "swarm":
+				return o.runSwarm(cmd, a, bin)
+			default:
+				return usagef("--engine must be docker or swarm, got %q", o.engine)
+			}
 			if o.opts.Samples <= 0 || o.opts.Sessions <= 0 || o.opts.Execs <= 0 ||
 				o.opts.DockerSamples <= 0 || o.opts.CreateSamples <= 0 || o.streamMB <= 0 || o.diffMB <= 0 ||
 				o.opts.GitFiles <= 0 || o.opts.RelaySamples <= 0 {
@@ -56,10 +88,6 @@ it does not use a running sidecar, nor the global --addr, --token and
 			}
 			o.opts.StreamBytes = o.streamMB * 1_000_000
 			o.opts.DiffBytes = o.diffMB * 1_000_000
-			bin, err := a.executable()
-			if err != nil {
-				return fmt.Errorf("find the patina executable: %w", err)
-			}
 			opts := o.opts
 			opts.Binary = bin
 			opts.Progress = a.stderr
@@ -67,18 +95,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 			if err != nil {
 				return err
 			}
-			if o.json {
-				err = writeJSON(a.stdout, rep)
-			} else {
-				err = rep.WriteText(a.stdout)
-			}
-			if err != nil {
-				return err
-			}
-			if o.failOnMiss && !rep.Pass() {
-				return &exitError{code: exitFailure}
-			}
-			return nil
+			return o.print(a, rep)
 		},
 	}
 	f := cmd.Flags()
@@ -94,5 +111,52 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.IntVar(&o.opts.GitFiles, "git-files", 10_000, "files of the repository whose git status is timed")
 	f.IntVar(&o.opts.RelaySamples, "relay-samples", 200, "execs timed through the exec relay")
 	f.StringVar(&o.opts.Image, "image", image.DefaultTag, "the workspaces' image")
+	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
+	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
+	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: leave the workspaces' overlay networks unencrypted (as serve's flag)")
 	return cmd
+}
+
+// print writes the report and says whether targets were missed.
+func (o *benchOptions) print(a *app, rep report) error {
+	var err error
+	if o.json {
+		err = writeJSON(a.stdout, rep)
+	} else {
+		err = rep.WriteText(a.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if o.failOnMiss && !rep.Pass() {
+		return &exitError{code: exitFailure}
+	}
+	return nil
+}
+
+// runSwarm is bench --engine swarm.
+func (o *benchOptions) runSwarm(cmd *cobra.Command, a *app, bin string) error {
+	if o.opts.Samples <= 0 || o.opts.CreateSamples <= 0 {
+		return usagef("--samples and --create-samples must be positive")
+	}
+	samples, creates := o.opts.Samples, o.opts.CreateSamples
+	if !cmd.Flags().Changed("samples") {
+		samples = 0 // RunSwarm's default
+	}
+	if !cmd.Flags().Changed("create-samples") {
+		creates = 0
+	}
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return fmt.Errorf("docker client: %w", err)
+	}
+	defer api.Close()
+	rep, err := bench.RunSwarm(cmd.Context(), api, bench.SwarmOptions{
+		Binary: bin, NodeBinary: o.nodeBinary, Image: o.opts.Image, Samples: samples, CreateSamples: creates,
+		Unencrypted: o.unencrypted, Progress: a.stderr,
+	})
+	if err != nil {
+		return err
+	}
+	return o.print(a, rep)
 }

@@ -1,0 +1,202 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cmdFiles are a command's files in c/: its stdin (only when given) and its
+// output, created ahead of time while the session is idle. Creating an
+// inode can cost most of a millisecond on some filesystems, and truncating a
+// non-empty file a fifth of one, so the hot path does neither: the command
+// text travels in the command line (a here-document, i.e. a pipe), statuses
+// are appended to the session's exits log, and output goes to empty files
+// made beforehand.
+type cmdFiles struct {
+	stdin, stdout, stderr string
+}
+
+// internalID names internal commands (SetEnv).
+const internalID = "env"
+
+func filesFor(dir, id string) cmdFiles {
+	base := filepath.Join(dir, "c", id)
+	return cmdFiles{stdin: base + ".in", stdout: base + ".out", stderr: base + ".err"}
+}
+
+func (f cmdFiles) stream(s Stream) string {
+	if s == Stderr {
+		return f.stderr
+	}
+	return f.stdout
+}
+
+// outputs reads the command's two streams as a result holds them (each
+// whole, or its head and tail of limit bytes).
+func (f cmdFiles) outputs(limit int) (stdout, stderr Output) {
+	return readOutputResult(f.stdout, limit), readOutputResult(f.stderr, limit)
+}
+
+// removeOutput deletes the command's files.
+func (f cmdFiles) removeOutput() {
+	_ = os.Remove(f.stdout)
+	_ = os.Remove(f.stderr)
+	_ = os.Remove(f.stdin)
+}
+
+// prepareOutputs makes the output files of command next before it starts,
+// without allocating an inode where it can: an output file of the previous
+// command that stayed empty (sizes: prevSizes) and that no process holds
+// open (no background job of it still writes there: see unused) is renamed
+// into place; anything else is created. Called off the hot path, between
+// commands. Nothing existing is ever replaced or truncated: the command may
+// have started meanwhile.
+func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) {
+	for i, s := range []Stream{Stdout, Stderr} {
+		dst := next.stream(s)
+		if prev != nil && prevSizes[i] == 0 {
+			src := prev.stream(s)
+			if unused(src) {
+				err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+				if err == nil || errors.Is(err, unix.EEXIST) {
+					continue
+				}
+			}
+		}
+		if fh, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+			fh.Close()
+		}
+	}
+}
+
+// unused reports whether no process (in any container) has path open: a
+// write lease is granted only then.
+func unused(path string) bool {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETLEASE, syscall.F_WRLCK); e != 0 {
+		return false
+	}
+	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETLEASE, syscall.F_UNLCK)
+	return true
+}
+
+// exitsLog is a session's exits file: one "ID STATUS" line per command,
+// appended by the shell (or by the driver for a command it had to stop).
+type exitsLog struct {
+	path string
+	f    *os.File // kept open for reading
+	off  int64    // where the driver has read up to
+}
+
+// appendExit records a status the shell could not (an aborted command).
+func (l *exitsLog) appendExit(id string, code int) error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%s %d\n", id, code)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// open opens the log for reading (creating it), once.
+func (l *exitsLog) open() error {
+	if l.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(l.path, os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	return nil
+}
+
+func (l *exitsLog) close() {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// next reads what was appended since the last call and returns the status
+// of id, if among it (the latest entry wins).
+func (l *exitsLog) next(id string) (int, bool) {
+	if l.open() != nil {
+		return 0, false
+	}
+	buf := make([]byte, 4096)
+	var b []byte
+	for {
+		n, err := l.f.ReadAt(buf, l.off+int64(len(b)))
+		b = append(b, buf[:n]...)
+		if err != nil || n < len(buf) || len(b) >= 1<<20 {
+			break
+		}
+	}
+	// Only whole lines count.
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	l.off += int64(len(b))
+	return findExit(b, id)
+}
+
+// skipToEnd makes next read only what is appended from now on.
+func (l *exitsLog) skipToEnd() {
+	if st, err := os.Stat(l.path); err == nil {
+		l.off = st.Size()
+	}
+}
+
+// find looks for id's status near the end of the log (reattach), and
+// moves the read offset to the end.
+func (l *exitsLog) find(id string) (int, bool) {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	l.off = st.Size()
+	from := max(st.Size()-64<<10, 0)
+	b := make([]byte, st.Size()-from)
+	n, _ := f.ReadAt(b, from)
+	return findExit(b[:n], id)
+}
+
+func findExit(b []byte, id string) (code int, ok bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || f[0] != id {
+			continue
+		}
+		if n, err := strconv.Atoi(f[1]); err == nil {
+			code, ok = n, true
+		}
+	}
+	return code, ok
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
+func intPtr(n int) *int              { return &n }
