@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,9 +482,12 @@ func TestHostileOutputFlood(t *testing.T) {
 	}
 }
 
+// BenchmarkExecTrue: a warm exec of `true` through the agent's protocol
+// (client, connection, server, session), against the baseline of the same
+// session's own Exec in the same process, alternating, same run.
+//
+//	go test -run '^$' -bench ExecTrue -benchtime 3000x ./sidecar/agent/
 func BenchmarkExecTrue(b *testing.B) {
-	t := &testing.T{}
-	_ = t
 	dir := b.TempDir()
 	work := filepath.Join(dir, "w")
 	os.Mkdir(work, 0o755)
@@ -503,12 +507,38 @@ func BenchmarkExecTrue(b *testing.B) {
 	if _, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true", Ensure: true}, nil); err != nil {
 		b.Fatal(err)
 	}
+	sess, err := srv.sessions.Get("default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var viaAgent, direct []time.Duration
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil); err != nil {
-			b.Fatal(err)
+		t0 := time.Now()
+		res, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil)
+		viaAgent = append(viaAgent, time.Since(t0))
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("exec: %v %+v", err, res)
+		}
+		t0 = time.Now()
+		res, err = sess.Exec(ctx, session.ExecRequest{Command: "true"})
+		direct = append(direct, time.Since(t0))
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("session exec: %v %+v", err, res)
 		}
 	}
+	b.StopTimer()
+	p50, base := median(viaAgent), median(direct)
+	b.ReportMetric(float64(p50)/1e6, "p50-ms")
+	b.ReportMetric(float64(base)/1e6, "session-p50-ms")
+	b.ReportMetric(float64(p50)/float64(base), "x-session")
+	b.Logf("exec true through the agent: p50 %s; the session's own Exec p50 %s (%.2fx)", p50, base, float64(p50)/float64(base))
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // A session that ran more commands than its history keeps in memory still

@@ -11,6 +11,7 @@
 package container
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -73,6 +75,8 @@ type API interface {
 	VolumeRemove(ctx context.Context, volumeID string, force bool) error
 	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
 	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
+	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
+	NetworkRemove(ctx context.Context, networkID string) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 	DaemonHost() string
 }
@@ -153,12 +157,16 @@ type Config struct {
 
 // Docker runs workspaces on a Docker engine.
 type Docker struct {
-	api       API
-	cfg       Config
-	log       *slog.Logger
-	transport string
-	local     bool
-	agent     agentVolume
+	api API
+	cfg Config
+	log *slog.Logger
+	// dupNetworkAge is how old a duplicate of patina's network must be
+	// before it is removed (findNetwork).
+	dupNetworkAge time.Duration
+	netMu         sync.Mutex // one ensureNetwork at a time in this process
+	transport     string
+	local         bool
+	agent         agentVolume
 }
 
 // New returns a Docker engine. The agent's binary is read once, here.
@@ -176,7 +184,7 @@ func New(api API, cfg Config) (*Docker, error) {
 		}
 		cfg.Binary = exe
 	}
-	d := &Docker{api: api, cfg: cfg, log: cfg.Logger.With("component", "docker")}
+	d := &Docker{api: api, cfg: cfg, log: cfg.Logger.With("component", "docker"), dupNetworkAge: time.Minute}
 	d.local = localDaemon(api.DaemonHost())
 	switch cfg.Transport {
 	case "", "auto":
@@ -237,10 +245,9 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	}
 	netMode := "none"
 	if spec.Network == "bridge" || spec.Network == "" {
-		if err := d.ensureNetwork(ctx); err != nil {
+		if netMode, err = d.ensureNetwork(ctx); err != nil {
 			return "", err
 		}
-		netMode = d.cfg.Network
 	}
 	labels := d.labels(spec.WorkspaceID)
 	mounts := []mount.Mount{
@@ -349,27 +356,92 @@ func (d *Docker) ensureVolume(ctx context.Context, workspaceID, role string) (st
 }
 
 // ensureNetwork creates patina's bridge network, with traffic between its
-// containers turned off, unless it exists.
-func (d *Docker) ensureNetwork(ctx context.Context) error {
-	n, err := d.api.NetworkInspect(ctx, d.cfg.Network, network.InspectOptions{})
-	if err == nil {
-		if n.Options["com.docker.network.bridge.enable_icc"] != "false" {
-			return fmt.Errorf("network %s exists but lets containers reach each other (enable_icc is not false): remove it, patina makes its own", d.cfg.Network)
-		}
-		return nil
+// containers turned off, unless it exists, and returns its id. Containers
+// join it by id: an engine before API 1.44 does not keep network names
+// unique, so two sidecars (or test processes) creating it at once can
+// make two networks of the one name, after which the name is ambiguous.
+// Every caller then picks the same one, the oldest, and removes the
+// others while nothing is attached to them.
+func (d *Docker) ensureNetwork(ctx context.Context) (string, error) {
+	d.netMu.Lock()
+	defer d.netMu.Unlock()
+	if id, err := d.findNetwork(ctx); err != nil || id != "" {
+		return id, err
 	}
-	if !errdefs.IsNotFound(err) {
-		return fmt.Errorf("inspect network %s: %w", d.cfg.Network, err)
-	}
-	_, err = d.api.NetworkCreate(ctx, d.cfg.Network, network.CreateOptions{
+	_, err := d.api.NetworkCreate(ctx, d.cfg.Network, network.CreateOptions{
 		Driver:  "bridge",
 		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
 		Labels:  map[string]string{LabelManaged: "1"},
 	})
 	if err != nil && !errdefs.IsConflict(err) {
-		return fmt.Errorf("create network %s: %w", d.cfg.Network, err)
+		return "", fmt.Errorf("create network %s: %w", d.cfg.Network, err)
 	}
-	return nil
+	id, err := d.findNetwork(ctx)
+	if err == nil && id == "" {
+		err = fmt.Errorf("network %s: created, then not found", d.cfg.Network)
+	}
+	return id, err
+}
+
+// findNetwork returns the id of the network named d.cfg.Network ("" if
+// there is none), after checking that it keeps containers apart. Of
+// several networks of that name it takes the oldest (then the lowest id),
+// and removes the others that patina made, once they are older than
+// dupNetworkAge (a caller racing this one may have just picked one) and
+// no container, running or stopped, is on them.
+func (d *Docker) findNetwork(ctx context.Context) (string, error) {
+	list, err := d.api.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", d.cfg.Network))})
+	if err != nil {
+		return "", fmt.Errorf("list networks named %s: %w", d.cfg.Network, err)
+	}
+	list = slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != d.cfg.Network }) // the filter matches substrings
+	if len(list) == 0 {
+		return "", nil
+	}
+	slices.SortFunc(list, func(a, b network.Summary) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
+	})
+	for _, dup := range list[1:] {
+		if dup.Labels[LabelManaged] != "1" || time.Since(dup.Created) < d.dupNetworkAge {
+			continue
+		}
+		if used, err := d.networkUsed(ctx, dup.ID); err != nil || used {
+			continue
+		}
+		if err := d.api.NetworkRemove(ctx, dup.ID); err == nil {
+			d.log.Info("removed a duplicate network", "network", d.cfg.Network, "id", short(dup.ID))
+		}
+	}
+	n := list[0]
+	if n.Options["com.docker.network.bridge.enable_icc"] != "false" {
+		return "", fmt.Errorf("network %s exists but lets containers reach each other (enable_icc is not false): remove it, patina makes its own", d.cfg.Network)
+	}
+	return n.ID, nil
+}
+
+// networkUsed reports whether any container, running or not, is on the
+// network with id. A container that never ran names its network only as
+// it was given (by name, or by id), so every container on a network of
+// that name is looked at.
+func (d *Docker) networkUsed(ctx context.Context, id string) (bool, error) {
+	list, err := d.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("network", d.cfg.Network))})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range list {
+		if c.HostConfig.NetworkMode == id {
+			return true, nil
+		}
+		if c.NetworkSettings == nil {
+			continue
+		}
+		for _, ep := range c.NetworkSettings.Networks {
+			if ep != nil && ep.NetworkID == id {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // State is what Inspect reports.

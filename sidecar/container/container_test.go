@@ -2,16 +2,22 @@ package container
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
@@ -225,4 +231,123 @@ func TestAgentVolumeRemovedBehindOurBack(t *testing.T) {
 	if _, err := cli.VolumeInspect(ctx, other); err != nil {
 		t.Fatalf("a fresh volume of another binary was pruned: %v", err)
 	}
+}
+
+// Before API 1.44 an engine does not keep network names unique: two
+// sidecars (or test processes) creating patina's network at once can make
+// two, after which the name is ambiguous ("2 matches found based on
+// name"). Every caller must still find one, and an unused duplicate is
+// cleared once it is old enough that no racing caller can have just
+// picked it.
+func TestDuplicateNetworks(t *testing.T) {
+	d, cli := engine(t, "")
+	ctx := context.Background()
+	name := fmt.Sprintf("patina-dup-%d", time.Now().UnixNano())
+	removeNamed := func(name string) {
+		list, _ := cli.NetworkList(context.Background(), network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+		for _, n := range list {
+			_ = cli.NetworkRemove(context.Background(), n.ID)
+		}
+	}
+	named := func(name string) []string {
+		list, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, n := range list {
+			if n.Name == name {
+				ids = append(ids, n.ID)
+			}
+		}
+		return ids
+	}
+	t.Cleanup(func() { removeNamed(name) })
+	// Two of one name, made as an engine that checks nothing would.
+	var ids []string
+	for range 2 {
+		body := fmt.Sprintf(`{"Name":%q,"CheckDuplicate":false,"Driver":"bridge","Labels":{%q:"1"},"Options":{"com.docker.network.bridge.enable_icc":"false"}}`, name, LabelManaged)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker/v1.41/networks/create", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := cli.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ ID string }
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusCreated || out.ID == "" {
+			t.Fatalf("make a duplicate network: %d %v %+v", resp.StatusCode, err, out)
+		}
+		ids = append(ids, out.ID)
+		time.Sleep(20 * time.Millisecond) // distinct creation times
+	}
+	if _, err := cli.NetworkInspect(ctx, name, network.InspectOptions{}); err == nil {
+		t.Fatal("exp the name to be ambiguous to the engine; it is not, so this test shows nothing")
+	}
+	d.cfg.Network = name
+	got, err := d.ensureNetwork(ctx)
+	if err != nil || got != ids[0] {
+		t.Fatalf("exp the oldest network %s, got %q %v", short(ids[0]), got, err)
+	}
+	if left := named(name); len(left) != 2 {
+		t.Fatalf("a duplicate younger than a minute (one a racing caller may have just picked) was removed: %v", left)
+	}
+	// A container on the duplicate keeps it.
+	ctr, err := cli.ContainerCreate(ctx, &dcontainer.Config{Image: image.DefaultTag, Cmd: []string{"true"}, Labels: map[string]string{LabelManaged: "1", LabelStateDir: d.cfg.StateDir}},
+		&dcontainer.HostConfig{NetworkMode: dcontainer.NetworkMode(ids[1])}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.dupNetworkAge = 0
+	if got, err := d.ensureNetwork(ctx); err != nil || got != ids[0] {
+		t.Fatalf("exp %s again, got %q %v", short(ids[0]), got, err)
+	}
+	if left := named(name); len(left) != 2 {
+		t.Fatalf("a duplicate with a (stopped) container on it was removed: %v", left)
+	}
+	if err := cli.ContainerRemove(ctx, ctr.ID, dcontainer.RemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.ensureNetwork(ctx); err != nil || got != ids[0] {
+		t.Fatalf("exp %s again, got %q %v", short(ids[0]), got, err)
+	}
+	if left := named(name); !slices.Equal(left, ids[:1]) {
+		t.Fatalf("exp only %s left, got %v", short(ids[0]), left)
+	}
+
+	// Many callers at once, from nothing: each gets a network of the
+	// name; a later call leaves exactly one.
+	name2 := name + "-race"
+	t.Cleanup(func() { removeNamed(name2) })
+	const n = 6
+	got2 := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			e, err := New(cli, Config{StateDir: t.TempDir(), Binary: d.cfg.Binary, Network: name2})
+			if err == nil {
+				got2[i], errs[i] = e.ensureNetwork(ctx)
+			} else {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	made := named(name2)
+	for i := range n {
+		if errs[i] != nil || !slices.Contains(made, got2[i]) {
+			t.Fatalf("caller %d: %q %v (networks: %v)", i, got2[i], errs[i], made)
+		}
+	}
+	d.cfg.Network = name2
+	final, err := d.ensureNetwork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := named(name2); !slices.Equal(left, []string{final}) {
+		t.Fatalf("exp one network %s left, got %v (made %d)", short(final), left, len(made))
+	}
+	t.Logf("%d callers at once made %d network(s) of one name", n, len(made))
 }

@@ -870,7 +870,8 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := s.local.ensureNetwork(ctx); err != nil {
+	netID, err := s.local.ensureNetwork(ctx)
+	if err != nil {
 		return "", nil, err
 	}
 	labels := map[string]string{LabelManaged: "1", LabelStateDir: s.cfg.StateDir, LabelRole: swarmRoleRelay}
@@ -878,7 +879,7 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, 
 		Image: img, Entrypoint: []string{AgentPath, "agent", "pause"}, Cmd: []string{}, Labels: labels,
 	}, &container.HostConfig{
 		Mounts:        []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: AgentDir, ReadOnly: true}},
-		NetworkMode:   container.NetworkMode(s.local.cfg.Network),
+		NetworkMode:   container.NetworkMode(netID),
 		SecurityOpt:   []string{"no-new-privileges"},
 		CapDrop:       []string{"ALL"},
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
