@@ -380,7 +380,7 @@ func (s *Session) readLoop(r io.Reader, pre []byte) {
 	if len(pre) > 0 {
 		r = io.MultiReader(strings.NewReader(string(pre)), r)
 	}
-	br := bufio.NewReaderSize(r, 4096)
+	br := bufio.NewReaderSize(r, 512) // reports are short lines; a longer one is read in pieces
 	for {
 		line, err := br.ReadString('\n')
 		if strings.HasSuffix(line, "\n") {

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
 // dockerExecTrue runs `true` in a container as a client of the Docker API
@@ -39,8 +40,10 @@ func dockerExecTrue(ctx context.Context, api DockerAPI, id string) error {
 }
 
 // BenchmarkHTTPExecTrue: exec of `true` through the HTTP API (one
-// keep-alive connection, sequential), against the baseline of one Docker
-// API exec (create + attach + inspect) in the same container, same run.
+// keep-alive connection, sequential), against the baselines of one Docker
+// API exec (create + attach + inspect) in the same container, and of the
+// same exec through the workspace domain in this process (no HTTP),
+// alternating with the HTTP ones, same run.
 //
 //	go test -run '^$' -bench HTTPExec -benchtime 2000x ./sidecar/
 func BenchmarkHTTPExecTrue(b *testing.B) {
@@ -56,6 +59,7 @@ func BenchmarkHTTPExecTrue(b *testing.B) {
 		}
 	}
 	lat := make([]time.Duration, 0, b.N)
+	dom := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -63,6 +67,12 @@ func BenchmarkHTTPExecTrue(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("%v %+v", err, res)
+		}
+		t0 = time.Now()
+		dres, err := svc.mgr.Exec(ctx, "bench", "default", workspace.ExecRequest{Command: "true"})
+		dom = append(dom, time.Since(t0))
+		if err != nil || dres.ExitCode != 0 {
+			b.Fatalf("domain exec: %v %+v", err, dres)
 		}
 	}
 	b.StopTimer()
@@ -74,12 +84,13 @@ func BenchmarkHTTPExecTrue(b *testing.B) {
 		}
 		base = append(base, time.Since(t0))
 	}
-	p50, p90, bp50 := pct(lat, 50), pct(lat, 90), pct(base, 50)
+	p50, p90, dp50, bp50 := pct(lat, 50), pct(lat, 90), pct(dom, 50), pct(base, 50)
 	b.ReportMetric(float64(p50)/1e6, "p50-ms")
 	b.ReportMetric(float64(p90)/1e6, "p90-ms")
+	b.ReportMetric(float64(dp50)/1e6, "domain-p50-ms")
 	b.ReportMetric(float64(bp50)/1e6, "docker-exec-p50-ms")
 	b.ReportMetric(float64(bp50)/float64(p50), "x-faster")
-	b.Logf("HTTP exec true: p50 %s p90 %s (n=%d); docker exec p50 %s; %.0fx", p50, p90, len(lat), bp50, float64(bp50)/float64(p50))
+	b.Logf("HTTP exec true: p50 %s p90 %s (n=%d); without HTTP p50 %s (HTTP adds %s); docker exec p50 %s; %.0fx", p50, p90, len(lat), dp50, p50-dp50, bp50, float64(bp50)/float64(p50))
 }
 
 func pct(d []time.Duration, p int) time.Duration {

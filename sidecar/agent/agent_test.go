@@ -492,7 +492,9 @@ func BenchmarkExecTrue(b *testing.B) {
 	work := filepath.Join(dir, "w")
 	os.Mkdir(work, 0o755)
 	ctx := context.Background()
-	srv, err := NewServer(ctx, ServerConfig{WorkspaceID: "ws1", Token: "tok", StateDir: filepath.Join(dir, "state"), Workdir: work})
+	procs := &sessiontest.Launcher{} // the shells go at the end
+	defer procs.KillAll()
+	srv, err := NewServer(ctx, ServerConfig{WorkspaceID: "ws1", Token: "tok", StateDir: filepath.Join(dir, "state"), Workdir: work, Launcher: procs})
 	if err != nil {
 		b.Fatal(err)
 	}
