@@ -483,12 +483,14 @@ func (h *history) all() []CommandInfo {
 // last returns the newest command, if any.
 func (h *history) last() (CommandInfo, bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if len(h.win) == 0 {
+		h.mu.Unlock()
 		return CommandInfo{}, false
 	}
 	e := h.win[len(h.win)-1]
 	ci := h.info(e)
+	h.mu.Unlock()
+	// A long text is read from the file, not under h.mu (as in windowPage).
 	if e.flags&flagLongCommand != 0 {
 		ci.Command = h.text(e.off)
 	}

@@ -390,11 +390,10 @@ func (d *Docker) ensureNetwork(ctx context.Context) (string, error) {
 // dupNetworkAge (a caller racing this one may have just picked one) and
 // no container, running or stopped, is on them.
 func (d *Docker) findNetwork(ctx context.Context) (string, error) {
-	list, err := d.api.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", d.cfg.Network))})
+	list, err := networksNamed(ctx, d.api, d.cfg.Network)
 	if err != nil {
-		return "", fmt.Errorf("list networks named %s: %w", d.cfg.Network, err)
+		return "", err
 	}
-	list = slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != d.cfg.Network }) // the filter matches substrings
 	if len(list) == 0 {
 		return "", nil
 	}
@@ -417,6 +416,16 @@ func (d *Docker) findNetwork(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("network %s exists but lets containers reach each other (enable_icc is not false): remove it, patina makes its own", d.cfg.Network)
 	}
 	return n.ID, nil
+}
+
+// networksNamed lists the networks named exactly name (the engine's name
+// filter also matches parts of names).
+func networksNamed(ctx context.Context, api API, name string) ([]network.Summary, error) {
+	list, err := api.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+	if err != nil {
+		return nil, fmt.Errorf("list networks named %s: %w", name, err)
+	}
+	return slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != name }), nil
 }
 
 // networkUsed reports whether any container, running or not, is on the

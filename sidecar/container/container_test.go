@@ -17,7 +17,6 @@ import (
 	"time"
 
 	dcontainer "github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
@@ -243,24 +242,21 @@ func TestDuplicateNetworks(t *testing.T) {
 	d, cli := engine(t, "")
 	ctx := context.Background()
 	name := fmt.Sprintf("patina-dup-%d", time.Now().UnixNano())
-	removeNamed := func(name string) {
-		list, _ := cli.NetworkList(context.Background(), network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
-		for _, n := range list {
-			_ = cli.NetworkRemove(context.Background(), n.ID)
-		}
-	}
 	named := func(name string) []string {
-		list, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+		list, err := networksNamed(context.Background(), cli, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ids []string
 		for _, n := range list {
-			if n.Name == name {
-				ids = append(ids, n.ID)
-			}
+			ids = append(ids, n.ID)
 		}
 		return ids
+	}
+	removeNamed := func(name string) {
+		for _, id := range named(name) {
+			_ = cli.NetworkRemove(context.Background(), id)
+		}
 	}
 	t.Cleanup(func() { removeNamed(name) })
 	// Two of one name, made as an engine that checks nothing would.
