@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -72,24 +71,38 @@ func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) {
 				}
 			}
 		}
-		if fh, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
-			fh.Close()
+		if fd, err := openRaw(dst, unix.O_WRONLY|unix.O_CREAT); err == nil {
+			unix.Close(fd)
+		}
+	}
+}
+
+// openRaw opens path without an *os.File: these files are only created or
+// tested, never read or written here, and os.OpenFile may cost five more
+// system calls (it tries to register the descriptor with the poller). It
+// never blocks: O_NONBLOCK makes a FIFO planted in c/ fail at once instead
+// of waiting for a reader.
+func openRaw(path string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
+		if err != unix.EINTR {
+			return fd, err
 		}
 	}
 }
 
 // unused reports whether no process (in any container) has path open: a
-// write lease is granted only then.
+// write lease is granted only then (and only on a regular file).
 func unused(path string) bool {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	fd, err := openRaw(path, unix.O_WRONLY)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETLEASE, syscall.F_WRLCK); e != 0 {
+	defer unix.Close(fd)
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
 		return false
 	}
-	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETLEASE, syscall.F_UNLCK)
+	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
 	return true
 }
 

@@ -177,7 +177,8 @@ func (c *Client) live() (*mux.Conn, Hello, bool) {
 
 // dialUntil dials until it succeeds or the deadline passes, backing off.
 func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, Hello, error) {
-	wait := 10 * time.Millisecond
+	start := time.Now()
+	wait := 5 * time.Millisecond
 	for {
 		conn, h, err := c.dial(ctx)
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
@@ -187,7 +188,11 @@ func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, 
 		case <-time.After(wait):
 		case <-ctx.Done():
 		}
-		wait = min(2*wait, 250*time.Millisecond)
+		// An agent just started answers within tens of ms: try every 5 ms
+		// for the first 200 (a failed dial costs µs), then back off.
+		if time.Since(start) > 200*time.Millisecond {
+			wait = min(2*wait, 250*time.Millisecond)
+		}
 	}
 }
 

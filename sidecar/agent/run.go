@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	defer srv.Close()
-	released := releaseStartupPages()
+	released := releaseExecutablePages()
 	log.Info("agent serving", "released_startup_bytes", released, "workspace_id", cfg.WorkspaceID, "socket", cfg.Socket, "pid", os.Getpid(), "sessions", srv.hello.Sessions, "live", srv.hello.Live)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -167,12 +167,22 @@ func Run(ctx context.Context, cfg RunConfig) error {
 func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for key, val := range map[string]string{"user.name": name, "user.email": email} {
-		if exec.CommandContext(ctx, "git", "config", "--system", "--get", key).Run() == nil {
+	// One git process finds which keys are set (exit 1: none is); each
+	// missing one takes another. Not at once: two writers of one config
+	// file fail on its lock.
+	out, _ := exec.CommandContext(ctx, "git", "config", "--system", "--get-regexp", `^user\.(name|email)$`).Output()
+	have := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if key, _, ok := strings.Cut(line, " "); ok {
+			have[strings.ToLower(key)] = true
+		}
+	}
+	for _, kv := range [][2]string{{"user.name", name}, {"user.email", email}} {
+		if have[kv[0]] {
 			continue
 		}
-		if out, err := exec.CommandContext(ctx, "git", "config", "--system", key, val).CombinedOutput(); err != nil {
-			log.Debug("set the git identity", "key", key, "err", err, "output", string(out))
+		if out, err := exec.CommandContext(ctx, "git", "config", "--system", kv[0], kv[1]).CombinedOutput(); err != nil {
+			log.Debug("set the git identity", "key", kv[0], "err", err, "output", string(out))
 		}
 	}
 }

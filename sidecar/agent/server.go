@@ -291,6 +291,15 @@ var handlers = map[string]handler{
 	mTermAttach:    (*Server).termAttach,
 }
 
+// beforeSetup are the calls that need nothing of the agent's setup (they
+// run no command and no git): a session's shell boots while the setup
+// runs, and the session's first command waits for what is left of it.
+var beforeSetup = map[string]bool{
+	mSessionCreate: true,
+	mSessionList:   true,
+	mSessionGet:    true,
+}
+
 func (s *Server) serveStream(st *mux.Stream) {
 	defer st.Close()
 	s.calls.Add(1)
@@ -304,7 +313,9 @@ func (s *Server) serveStream(st *mux.Stream) {
 		writeErr(st, &wireError{Code: codeInvalid, Msg: fmt.Sprintf("unknown method %q", c.Method)})
 		return
 	}
-	s.waitSetup()
+	if !beforeSetup[c.Method] {
+		s.waitSetup()
+	}
 	if err := h(s, st, c.Args); err != nil {
 		if s.stopping() {
 			// A failure caused by the shutdown (a session closed under a

@@ -89,3 +89,11 @@ func TestServeSettingsEngine(t *testing.T) {
 		}
 	}
 }
+
+func TestServeProcs(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 1, 4: 1, 7: 1, 8: 2, 16: 4, 64: 16} {
+		if got := serveProcs(n); got != want {
+			t.Errorf("serveProcs(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
