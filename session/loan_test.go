@@ -136,7 +136,9 @@ func TestLoanCarriesStateBothWays(t *testing.T) {
 			if how == "exit" {
 				ts.typeLine(t, "exit")
 			} else {
-				_ = ts.cmd.Process.Signal(syscall.SIGHUP)
+				// A real hangup: the terminal goes; the kernel sends the
+				// shell SIGHUP and its reads fail.
+				ts.master.Close()
 			}
 			ts.wait(t)
 			if err := l.Return(ctx); err != nil {

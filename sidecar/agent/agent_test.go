@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,6 +37,25 @@ type fixture struct {
 	cancel context.CancelFunc
 	dials  atomic.Int32
 	mods   func(*ServerConfig)
+	log    *slog.Logger // the agents' and the client's, shown if the test fails
+}
+
+// lockedBuffer is a log sink safe for the goroutines that outlive a call.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newFixture(t *testing.T, mods ...func(*ServerConfig)) *fixture {
@@ -45,7 +65,13 @@ func newFixture(t *testing.T, mods ...func(*ServerConfig)) *fixture {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{work: work}
+	logs := &lockedBuffer{}
+	f := &fixture{work: work, log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the agents' and the client's log:\n%s", logs)
+		}
+	})
 	if len(mods) > 0 {
 		f.mods = mods[0]
 	}
@@ -62,9 +88,11 @@ func (f *fixture) start(t *testing.T, dir string) {
 		f.procs = &sessiontest.Launcher{}
 		t.Cleanup(f.procs.KillAll)
 	}
+	addr := fmt.Sprintf("@patina-agent-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	cfg := ServerConfig{
 		WorkspaceID: "ws1", Token: "tok", StateDir: filepath.Join(dir, "state"), Workdir: f.work,
 		Version: "test", InterruptGrace: 200 * time.Millisecond, Launcher: f.procs,
+		Logger: f.log.With("agent", addr),
 	}
 	if f.mods != nil {
 		f.mods(&cfg)
@@ -73,7 +101,6 @@ func (f *fixture) start(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("@patina-agent-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	ln, err := net.Listen("unix", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +110,7 @@ func (f *fixture) start(t *testing.T, dir string) {
 	f.srv, f.ln, f.addr, f.cancel = srv, ln, addr, cancel
 	first := f.client == nil
 	if first {
-		f.client = NewClient(ClientConfig{WorkspaceID: "ws1", Token: "tok", Dial: func(ctx context.Context) (net.Conn, error) {
+		f.client = NewClient(ClientConfig{WorkspaceID: "ws1", Token: "tok", Logger: f.log, Dial: func(ctx context.Context) (net.Conn, error) {
 			f.dials.Add(1)
 			f.mu.Lock()
 			addr := f.addr
@@ -251,8 +278,15 @@ func TestOutputAndSignal(t *testing.T) {
 }
 
 // The agent dies mid-command; a new one reattaches to the live shell; the
-// waiting Exec reconnects (through Recover) and gets the result.
+// waiting Exec reconnects (through Recover) and gets the result. Twice: the
+// new agent dies too while Exec waits on it.
 func TestAgentRestartMidCommand(t *testing.T) {
+	for _, restarts := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("restarts=%d", restarts), func(t *testing.T) { testAgentRestarts(t, restarts) })
+	}
+}
+
+func testAgentRestarts(t *testing.T, restarts int32) {
 	f := newFixture(t)
 	c := f.client
 	ctx := context.Background()
@@ -272,11 +306,20 @@ func TestAgentRestartMidCommand(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := c.Exec(ctx, ExecRequest{Session: "r", Command: "echo a; sleep 0.5; echo b; (exit 6)"}, nil)
+		res, err := c.Exec(ctx, ExecRequest{Session: "r", Command: "echo a; sleep 1; echo b; (exit 6)"}, nil)
 		done <- result{res, err}
 	}()
 	time.Sleep(200 * time.Millisecond)
 	f.stop()
+	for n := int32(1); n < restarts; n++ {
+		// Once Exec waits on the new agent, that one dies too.
+		deadline := time.Now().Add(5 * time.Second)
+		for recovered.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		f.stop()
+	}
 	r := <-done
 	if r.err != nil || r.res.ExitCode != 6 || string(r.res.Stdout.Data) != "a\nb\n" {
 		// What the new agent knows helps tell a restart race from a lost result.
@@ -284,8 +327,8 @@ func TestAgentRestartMidCommand(t *testing.T) {
 		t.Fatalf("exp the command's result across the restart, got %+v %v (recoveries %d; the new agent's sessions: %+v %v)",
 			r.res, r.err, recovered.Load(), infos, lerr)
 	}
-	if recovered.Load() != 1 {
-		t.Fatalf("exp one recovery, got %d", recovered.Load())
+	if recovered.Load() != restarts {
+		t.Fatalf("exp %d recoveries, got %d", restarts, recovered.Load())
 	}
 	h, _ := c.Connect(ctx) // the hello of the new agent
 	if h.Sessions != 1 || h.Live != 1 {
@@ -598,8 +641,9 @@ func TestLongHistoryPages(t *testing.T) {
 	check("after a restart")
 }
 
-// Calls wait for the agent's setup (the container's git identity, done
-// while the agent already answers hellos), and go on once it is done.
+// Calls that run something wait for the agent's setup (the container's git
+// identity, done while the agent already answers hellos), and go on once it
+// is done; a session's shell boots meanwhile.
 func TestCallsWaitForSetup(t *testing.T) {
 	setup := make(chan struct{})
 	f := newFixture(t, func(c *ServerConfig) { c.Setup = setup })
@@ -607,14 +651,19 @@ func TestCallsWaitForSetup(t *testing.T) {
 	if _, err := f.client.Connect(ctx); err != nil {
 		t.Fatalf("hello before the setup is done: %v", err)
 	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := f.client.CreateSession(cctx, CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
+		t.Fatalf("create a session before the setup is done: %v", err)
+	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.client.CreateSession(ctx, CreateSessionRequest{ID: "s", Cwd: f.work})
+		_, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: "true"}, nil)
 		done <- err
 	}()
 	select {
 	case err := <-done:
-		t.Fatalf("a call answered before the setup was done: %v", err)
+		t.Fatalf("an exec answered before the setup was done: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	close(setup)
@@ -624,6 +673,6 @@ func TestCallsWaitForSetup(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the call did not go on once the setup was done")
+		t.Fatal("the exec did not go on once the setup was done")
 	}
 }

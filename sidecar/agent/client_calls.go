@@ -128,7 +128,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 		return session.ExecResult{}, fmt.Errorf("%w: the agent did not finish command %s within %d ms of its timeout", ErrUnavailable, id, req.TimeoutMS)
 	case errors.Is(err, ErrUnavailable) && id != "":
 		c.log.Info("connection lost during a command; waiting for it again", "session_id", req.Session, "command_id", id, "err", err)
-		return c.Wait(callCtx, req.Session, id)
+		return c.waitAgain(callCtx, req.Session, id)
 	case errors.Is(err, ErrUnavailable):
 		// The connection broke before the agent said the command's id (a
 		// command that kills the agent at once, or an agent that died as
@@ -138,7 +138,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 		switch {
 		case id != "":
 			c.log.Info("connection lost as a command started; waiting for it", "session_id", req.Session, "command_id", id, "err", err)
-			return c.Wait(callCtx, req.Session, id)
+			return c.waitAgain(callCtx, req.Session, id)
 		case known:
 			c.log.Info("connection lost before a command started; sending it again", "session_id", req.Session, "err", err)
 			_, err = c.call(callCtx, mExec, req, &out, o)
@@ -148,6 +148,23 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 		}
 	}
 	return session.ExecResult{}, err
+}
+
+// waitAgains bounds how often Exec waits again for a command whose
+// connection broke: each is a new connection (the agent may restart more
+// than once, or a connection be found dead only when used).
+const waitAgains = 3
+
+// waitAgain waits for a command whose connection broke, on a new
+// connection each time one breaks, up to waitAgains times.
+func (c *Client) waitAgain(ctx context.Context, sid, cid string) (session.ExecResult, error) {
+	for i := 1; ; i++ {
+		res, err := c.Wait(ctx, sid, cid)
+		if err == nil || !errors.Is(err, ErrUnavailable) || i == waitAgains || ctx.Err() != nil {
+			return res, err
+		}
+		c.log.Info("connection lost while waiting for a command; waiting again", "session_id", sid, "command_id", cid, "err", err)
+	}
 }
 
 // findStarted looks for the command req started at or after sent: the

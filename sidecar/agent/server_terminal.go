@@ -296,9 +296,12 @@ func (t *terminal) lingered() {
 	}
 }
 
-// hangup ends the terminal as closing it would: SIGHUP to its shell (which
-// hands its state back and hangs up its jobs), SIGKILL to what is left of
-// its process group after a grace.
+// hangup ends the terminal as a real hangup does: the terminal goes (its
+// master closed), so the kernel sends its shell SIGHUP (it hands its state
+// back and hangs up its jobs) and its reads fail; SIGKILL to what is left
+// of its process group after a grace. Not a SIGHUP of our own: one that
+// lands just before bash blocks reading the terminal waits there unseen,
+// and a second one while bash runs its exit trap kills it mid-way.
 func (t *terminal) hangup() {
 	t.mu.Lock()
 	if t.hungUp || t.ended {
@@ -308,7 +311,7 @@ func (t *terminal) hangup() {
 	t.hungUp = true
 	t.mu.Unlock()
 	pid := t.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGHUP)
+	_ = t.master.Close()
 	time.AfterFunc(termHangupGrace, func() {
 		t.mu.Lock()
 		ended := t.ended
