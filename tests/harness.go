@@ -20,6 +20,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/patina-dev/patina/internal/syncbuf"
 	pclient "github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/image"
@@ -44,7 +45,7 @@ type Harness struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 }
 
 var (
@@ -152,7 +153,7 @@ func StartWith(t testing.TB, stateDir, token string, env, args []string) *Harnes
 func (h *Harness) Launch() {
 	h.t.Helper()
 	_ = os.Remove(filepath.Join(h.StateDir, "sidecar.json"))
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(h.Bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug"}, h.Args...)...)
 	cmd.Env = append(os.Environ(), h.Env...)
 	cmd.Stdout = logs
@@ -393,23 +394,4 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 func IsCode(err error, code string) bool {
 	var ae *pclient.APIError
 	return errors.As(err, &ae) && ae.Code == code
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/sidecar/container"
 )
 
@@ -30,7 +31,7 @@ type mcpProc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	cs     *mcp.ClientSession
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 // startMCP runs `patina mcp args...` and connects to it over stdio
@@ -39,7 +40,7 @@ func startMCP(t testing.TB, env []string, args ...string) *mcpProc {
 	t.Helper()
 	cmd := exec.Command(Binary(t), append([]string{"mcp"}, args...)...)
 	cmd.Env = env
-	p := &mcpProc{t: t, cmd: cmd, stderr: &syncBuffer{}}
+	p := &mcpProc{t: t, cmd: cmd, stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = p.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/patina-dev/patina/internal/syncbuf"
 	pclient "github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -64,7 +65,7 @@ func TestLegacyWorkspaceMigrated(t *testing.T) {
 	// The old sidecar: a repository workspace with a commit made inside and
 	// uncommitted work, and a scratch workspace with a file.
 	cmd := exec.Command(old, "serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir, "--token", token)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/sessiontest"
 	"github.com/patina-dev/patina/sidecar/mux"
@@ -40,24 +41,6 @@ type fixture struct {
 	log    *slog.Logger // the agents' and the client's, shown if the test fails
 }
 
-// lockedBuffer is a log sink safe for the goroutines that outlive a call.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func newFixture(t *testing.T, mods ...func(*ServerConfig)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
@@ -65,7 +48,7 @@ func newFixture(t *testing.T, mods ...func(*ServerConfig)) *fixture {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	f := &fixture{work: work, log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	t.Cleanup(func() {
 		if t.Failed() {

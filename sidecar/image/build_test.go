@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/patina-dev/patina/internal/syncbuf"
 )
 
 // fakeDebootstrap writes a script standing in for debootstrap: it appends
@@ -96,27 +98,9 @@ func (f buildFixture) assertCleaned(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe progress sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestBuild(t *testing.T) {
 	f := newBuildFixture(t, "")
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	res, err := f.m.Build(context.Background(), BuildRequest{Progress: &progress})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
@@ -207,7 +191,7 @@ func TestBuildFails(t *testing.T) {
 	f := newBuildFixture(t, `printf 'line 1\nline 2\n' > "$target/debootstrap/debootstrap.log"
 echo "E: Couldn't download packages: git" >&2
 exit 1`)
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	_, err := f.m.Build(context.Background(), BuildRequest{Progress: &progress})
 	var ce *CommandError
 	if !errors.As(err, &ce) {

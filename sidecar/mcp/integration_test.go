@@ -8,12 +8,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/sidecar"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/tests"
@@ -24,7 +24,7 @@ import (
 func startSidecar(t *testing.T) *client.Client {
 	t.Helper()
 	tests.RequireDocker(t) // skips under -short
-	logs := &lockedWriter{b: &strings.Builder{}}
+	logs := &syncbuf.Buffer{}
 	svc, err := sidecar.New(sidecar.Config{
 		Addr:        "127.0.0.1:0",
 		StateDir:    t.TempDir(),
@@ -342,22 +342,4 @@ func TestMCPToolsAgainstSidecar(t *testing.T) {
 		mustOK(t, cs, "workspace_delete", map[string]any{"id": "scratch"})
 		mustFail(t, cs, "run", map[string]any{"workspace": "scratch", "command": "true"}, "not_found")
 	})
-}
-
-// lockedWriter serialises the sidecar's log writes into a builder.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  *strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

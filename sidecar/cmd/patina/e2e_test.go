@@ -10,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/tests"
 )
@@ -31,7 +31,7 @@ type e2eSidecar struct {
 	stateDir string
 	cmd      *exec.Cmd
 	exited   chan error
-	logs     *syncBuffer
+	logs     *syncbuf.Buffer
 	banner   string
 }
 
@@ -40,7 +40,7 @@ type e2eSidecar struct {
 func startServe(t *testing.T) *e2eSidecar {
 	t.Helper()
 	tests.RequireDocker(t)
-	s := &e2eSidecar{t: t, bin: tests.Binary(t), stateDir: t.TempDir(), exited: make(chan error, 1), logs: &syncBuffer{}}
+	s := &e2eSidecar{t: t, bin: tests.Binary(t), stateDir: t.TempDir(), exited: make(chan error, 1), logs: &syncbuf.Buffer{}}
 	s.cmd = exec.Command(s.bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", s.stateDir, "--log-level", "debug")
 	s.cmd.Env = cleanEnviron()
 	stderr, err := s.cmd.StderrPipe()
@@ -358,22 +358,4 @@ func TestE2EExecAfterExit(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stderr, "`patina ws start ended`") || strings.Contains(r.stderr, "/v1/") {
 		t.Errorf("exp exit 1 naming patina ws start, got %d, %q", r.code, r.stderr)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and other readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
