@@ -245,7 +245,13 @@ func TestOutputRetention(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		run(t, s, "echo hi")
 	}
-	if _, err := s.ReadOutput("1", Stdout, 0, 10); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "last 2") {
+	// Pruning runs beside the next command, off the result's path.
+	var err error
+	waitFor(t, "command 1's output pruned", 5*time.Second, func() bool {
+		_, err = s.ReadOutput("1", Stdout, 0, 10)
+		return err != nil
+	})
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "last 2") {
 		t.Fatalf("exp pruned output, got %v", err)
 	}
 	if ci, _ := s.Command("1"); !ci.OutputPruned {

@@ -45,11 +45,13 @@ func (f cmdFiles) outputs(limit int) (stdout, stderr Output) {
 	return readOutputResult(f.stdout, limit), readOutputResult(f.stderr, limit)
 }
 
-// removeOutput deletes the command's files.
+// removeOutput deletes the command's files: one system call each (most
+// are gone already, recycled or never made, and os.Remove tries rmdir too
+// when unlink fails).
 func (f cmdFiles) removeOutput() {
-	_ = os.Remove(f.stdout)
-	_ = os.Remove(f.stderr)
-	_ = os.Remove(f.stdin)
+	for _, p := range []string{f.stdout, f.stderr, f.stdin} {
+		_ = unix.Unlink(p)
+	}
 }
 
 // prepareOutputs makes the output files of command next before it starts,

@@ -245,8 +245,8 @@ func boot(ctx context.Context, m *Manager, dir string, meta sessionMeta, extra s
 	s.nextID = hist.newest() + 1
 	s.lastStatus = hist.lastExit()
 	s.exits.skipToEnd()
-	s.prepareAhead(s.nextID, nil, [2]int64{})
-	s.prepareAhead(s.nextID+1, nil, [2]int64{})
+	s.prepareAhead(s.nextID, nil, [2]int64{}, nil)
+	s.prepareAhead(s.nextID+1, nil, [2]int64{}, nil)
 	s.cwd = meta.Cwd
 	go s.readLoop(status, nil)
 
@@ -618,11 +618,11 @@ func (s *Session) finish(c *command, code int, notice string) {
 		if code >= 0 {
 			s.lastStatus = code
 		}
-		s.prune(c.id)
 		// The next command's files are ready (prepared while this one ran);
-		// prepare the one after, recycling this one's, while it runs.
+		// prepare the one after, recycling this one's, while it runs, and
+		// prune old ones then too: neither delays this result.
 		prev := c.files
-		s.prepareAhead(s.nextID+1, &prev, [2]int64{res.Stdout.Size, res.Stderr.Size})
+		s.prepareAhead(s.nextID+1, &prev, [2]int64{res.Stdout.Size, res.Stderr.Size}, s.pruned(c.id))
 	}
 	s.dirty = true
 	s.scheduleSnapshot()
@@ -662,21 +662,24 @@ func (s *Session) recentResult(id string) (ExecResult, bool) {
 	return ExecResult{}, false
 }
 
-// prune deletes output files beyond KeepOutputs. Called with s.mu held.
-func (s *Session) prune(id string) {
+// pruned is the files that fall beyond KeepOutputs once command id has
+// finished (nil: none).
+func (s *Session) pruned(id string) *cmdFiles {
 	n, err := strconv.ParseUint(id, 10, 64)
 	keep := uint64(s.m.cfg.KeepOutputs)
 	if err != nil || n <= keep {
-		return
+		return nil
 	}
-	filesFor(s.dir, strconv.FormatUint(n-keep, 10)).removeOutput()
+	f := s.files(n - keep)
+	return &f
 }
 
 // prepareAhead makes command n's output files in the background (two
 // commands ahead of the one that just finished, so the work overlaps the
 // next command instead of delaying it), recycling prev's where they stayed
-// empty. Called with s.mu held (or before the session is shared).
-func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64) {
+// empty, and deletes prune's (if any). Called with s.mu held (or before
+// the session is shared); teardown waits for it.
+func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, prune *cmdFiles) {
 	if s.prepared == nil {
 		s.prepared = map[uint64]chan struct{}{}
 	}
@@ -689,6 +692,9 @@ func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64) {
 	go func() {
 		defer close(done)
 		prepareOutputs(prev, prevSizes, next)
+		if prune != nil {
+			prune.removeOutput()
+		}
 	}()
 }
 
