@@ -319,6 +319,40 @@ func testAgentRestarts(t *testing.T, restarts int32) {
 	}
 }
 
+// The agent dies mid-command and none comes back: Exec says so after one
+// try at recovering it, not one per wait.
+func TestAgentGoneMidCommand(t *testing.T) {
+	f := newFixture(t)
+	c := f.client
+	ctx := context.Background()
+	if _, err := c.CreateSession(ctx, CreateSessionRequest{ID: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	var recovered atomic.Int32
+	c.cfg.Recover = func(ctx context.Context, cause error) error {
+		recovered.Add(1)
+		return errors.New("no agent here")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, ExecRequest{Session: "g", Command: "sleep 5"}, nil)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	f.stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no agent here") {
+			t.Fatalf("exp the agent unavailable, got %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Exec still waits for an agent that is gone")
+	}
+	if n := recovered.Load(); n != 1 {
+		t.Fatalf("exp one try at recovering, got %d", n)
+	}
+}
+
 func TestFiles(t *testing.T) {
 	f := newFixture(t)
 	c := f.client

@@ -277,7 +277,7 @@ func (c *Client) callOnce(ctx context.Context, method string, args, out any, o c
 	for attempt := 0; ; attempt++ {
 		conn, _, err := c.connection(ctx)
 		if err != nil {
-			return nil, err
+			return nil, notConnectedError{err}
 		}
 		r, err := c.open(ctx, conn, method, args, out, o)
 		// A connection found dead before the call went out (its agent died
@@ -293,6 +293,12 @@ func (c *Client) callOnce(ctx context.Context, method string, args, out any, o c
 		return r, err
 	}
 }
+
+// notConnectedError: a call found no agent to send it to (none answered,
+// even after Recover). Asking again at once would only wait as long again.
+type notConnectedError struct{ error }
+
+func (e notConnectedError) Unwrap() error { return e.error }
 
 // errNotSent: the call could not be sent at all.
 var errNotSent = errors.New("the call was not sent")

@@ -156,11 +156,13 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 const waitAgains = 3
 
 // waitAgain waits for a command whose connection broke, on a new
-// connection each time one breaks, up to waitAgains times.
+// connection each time one breaks, up to waitAgains times; not when no
+// agent could be reached at all.
 func (c *Client) waitAgain(ctx context.Context, sid, cid string) (session.ExecResult, error) {
 	for i := 1; ; i++ {
 		res, err := c.Wait(ctx, sid, cid)
-		if err == nil || !errors.Is(err, ErrUnavailable) || i == waitAgains || ctx.Err() != nil {
+		var nc notConnectedError
+		if err == nil || !errors.Is(err, ErrUnavailable) || errors.As(err, &nc) || i == waitAgains || ctx.Err() != nil {
 			return res, err
 		}
 		c.log.Info("connection lost while waiting for a command; waiting again", "session_id", sid, "command_id", cid, "err", err)

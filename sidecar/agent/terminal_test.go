@@ -143,7 +143,7 @@ func TestTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := sc2.exited(t)
-	if x.Reason != "hung up" {
+	if x.Reason != "hung up" || x.ExitCode != 129 { // 128 + SIGHUP, as docs/api.md shows
 		t.Fatalf("ended terminal: %+v", x)
 	}
 	term2.Close()
