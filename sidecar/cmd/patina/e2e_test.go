@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -152,6 +154,12 @@ func TestE2EServeAndExec(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(s.stateDir, tokenFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("exp a generated token file with mode 0600, got %v, %v", fi, err)
+	}
+	// serve re-executed itself with sysmon kept out of its deep sleep
+	// (sysmon.go), in the same process.
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.cmd.Process.Pid))
+	if err != nil || !regexp.MustCompile(`(^|\x00)GODEBUG=([^\x00]*,)?`+sysmonSetting+`\x00`).Match(environ) {
+		t.Errorf("serve's environment has no GODEBUG=%s (%v): %q", sysmonSetting, err, environ)
 	}
 
 	var ws client.Workspace
