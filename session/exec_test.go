@@ -241,3 +241,41 @@ func TestFIFOForOutputFile(t *testing.T) {
 		t.Fatalf("command 3's stdout: %v %v", st, err)
 	}
 }
+
+// Between commands the shell has no stdout or stderr (closeStdFDs: its
+// redirections then cost fewer system calls); every command still gets its
+// own, background jobs and their notices change nothing, and a replacement
+// shell is the same.
+func TestShellStdFDsClosedBetweenCommands(t *testing.T) {
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "stdfds"})
+	closed := func(what string) {
+		t.Helper()
+		s.mu.Lock()
+		shell := s.meta.ShellPID
+		s.mu.Unlock()
+		// The shell reports a command done from inside its last printf,
+		// whose stdout it closes a moment later.
+		waitFor(t, what+": the shell's fds 1 and 2 closed", 5*time.Second, func() bool {
+			_, err1 := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", shell))
+			_, err2 := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", shell))
+			return err1 != nil && err2 != nil
+		})
+	}
+	closed("after start")
+	res := run(t, s, `readlink /proc/$$/fd/1 /proc/$$/fd/2; echo err >&2`)
+	if want := filepath.Join(s.dir, "c") + "/"; !strings.HasPrefix(string(res.Stdout.Data), want) || string(res.Stderr.Data) != "err\n" {
+		t.Fatalf("a command's stdout and stderr: %q / %q, want its own files in %s", res.Stdout.Data, res.Stderr.Data, want)
+	}
+	run(t, s, "sleep 0.1 & PROMPT_COMMAND='echo prompt; echo prompt >&2'")
+	time.Sleep(200 * time.Millisecond)
+	expectOut(t, s, "echo after", "after\n")
+	if res := run(t, s, "echo again; echo e >&2; (exit 7)"); res.ExitCode != 7 || string(res.Stdout.Data) != "again\n" || string(res.Stderr.Data) != "e\n" {
+		t.Fatalf("exit 7: %d, %q, %q", res.ExitCode, res.Stdout.Data, res.Stderr.Data)
+	}
+	closed("after a background job and a PROMPT_COMMAND")
+	if res := run(t, s, "false"); res.ExitCode != 1 {
+		t.Fatalf("false: exit %d", res.ExitCode)
+	}
+	expectOut(t, s, `echo "last $?"`, "last 1\n")
+}
