@@ -292,12 +292,24 @@ func (l *rotatingLog) Write(p []byte) (int, error) {
 // the container outlives anything a workspace does to its processes,
 // the agent included.
 //
-// With keep (the arguments of a patina command, e.g. agent serve …), it
-// also keeps that command running: started at once, and again after it
-// exits (0.5 s later; 5 s if it lived less than 10 s). That is how a
-// workspace on a cluster gets its agent, where no docker exec reaches
-// its container.
-func Pause(ctx context.Context, keep []string) error {
+// PauseConfig is `patina agent pause`.
+type PauseConfig struct {
+	// Keep is a patina command (e.g. agent serve …) that Pause starts at
+	// once and, unless Once, again after it exits (0.5 s later; 5 s if it
+	// lived less than 10 s). That is how a workspace on a cluster gets its
+	// agent, where no docker exec reaches its container.
+	Keep []string
+	// Once starts Keep once and never again: a workspace container on a
+	// Docker engine gets its first agent that way, without the 0.1 s of a
+	// docker exec, and the sidecar starts any later one (through docker
+	// exec, as it always did), so that no two agents ever take turns
+	// killing each other.
+	Once bool
+}
+
+// Pause runs cfg (see PauseConfig).
+func Pause(ctx context.Context, cfg PauseConfig) error {
+	keep := cfg.Keep
 	debug.SetGCPercent(10)
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
@@ -319,7 +331,9 @@ func Pause(ctx context.Context, keep []string) error {
 			}
 		}
 		fmt.Fprintf(os.Stderr, "patina agent pause: start %v: %v\n", keep, err)
-		restart = time.After(5 * time.Second)
+		if !cfg.Once {
+			restart = time.After(5 * time.Second)
+		}
 	}
 	if len(keep) > 0 {
 		start()
@@ -335,6 +349,9 @@ func Pause(ctx context.Context, keep []string) error {
 				pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 				if pid <= 0 || err != nil {
 					break
+				}
+				if pid == kept && cfg.Once {
+					kept = 0
 				}
 				if pid == kept {
 					kept = 0

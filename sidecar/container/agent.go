@@ -177,11 +177,24 @@ type AgentStart struct {
 	Takeover bool
 	// Args are more flags for `patina agent serve`.
 	Args []string
+	// Boot says the container has just been created or started: if its
+	// init starts the agent (LabelAgentInit), StartAgent leaves that to it.
+	Boot bool
 }
 
+// agentTokenEnv carries an agent's token (agent.TokenEnv).
+const agentTokenEnv = "PATINA_AGENT_TOKEN"
+
 // StartAgent starts `patina agent serve` in the workspace's container,
-// detached: it outlives the call and the sidecar.
+// detached: it outlives the call and the sidecar. With a.Boot, a container
+// whose init starts the agent itself gets none from here.
 func (d *Docker) StartAgent(ctx context.Context, containerID string, a AgentStart) error {
+	if a.Boot {
+		ci, err := d.api.ContainerInspect(ctx, containerID)
+		if err == nil && ci.Config != nil && ci.Config.Labels[LabelAgentInit] == "1" {
+			return nil
+		}
+	}
 	argv := []string{AgentPath, "agent", "serve", "--workspace-id", a.WorkspaceID}
 	if a.Takeover {
 		argv = append(argv, "--takeover")
@@ -189,7 +202,7 @@ func (d *Docker) StartAgent(ctx context.Context, containerID string, a AgentStar
 	argv = append(argv, a.Args...)
 	ex, err := d.api.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		Cmd:        argv,
-		Env:        []string{"PATINA_AGENT_TOKEN=" + a.Token},
+		Env:        []string{agentTokenEnv + "=" + a.Token},
 		User:       "0",
 		WorkingDir: "/",
 		Detach:     true,

@@ -45,6 +45,9 @@ const (
 	LabelRepo      = "dev.patina.repo"      // the user's repository, if any
 	LabelStateDir  = "dev.patina.state-dir" // the sidecar's state directory
 	LabelRole      = "dev.patina.role"      // volumes: state, files, agent
+	// LabelAgentInit marks a container whose init (agent pause --once)
+	// starts its first agent: the sidecar then does not docker exec one.
+	LabelAgentInit = "dev.patina.agent-init" // "1"
 )
 
 // Paths inside a workspace's container.
@@ -286,9 +289,22 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	ctrLabels := maps.Clone(labels)
 	ctrLabels[LabelName] = spec.Name
 	ctrLabels[LabelRepo] = spec.Repo
+	entry := []string{AgentPath, "agent", "pause"}
+	if a := spec.Agent; a.WorkspaceID != "" {
+		// The init starts the first agent as the container starts (each
+		// time it starts): a docker exec would cost 0.1 s more. Its token
+		// is in the container's environment, where root in the container
+		// could read it anyway (/proc/<agent>/environ); the agent keeps
+		// it from the shells.
+		entry = append(entry, "--once", "--", "agent", "serve", "--workspace-id", a.WorkspaceID, "--takeover")
+		entry = append(entry, a.Args...)
+		env = append(env, agentTokenEnv+"="+a.Token)
+		ctrLabels[LabelAgentInit] = "1"
+	}
 	cfg := &container.Config{
 		Image:      spec.Image,
-		Entrypoint: []string{AgentPath, "agent", "pause"},
+		User:       "0", // the agent runs as root whatever the image's USER (as StartAgent's exec)
+		Entrypoint: entry,
 		Cmd:        []string{},
 		Env:        env,
 		WorkingDir: Workdir,

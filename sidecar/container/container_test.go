@@ -347,3 +347,67 @@ func TestDuplicateNetworks(t *testing.T) {
 	}
 	t.Logf("%d callers at once made %d network(s) of one name", n, len(made))
 }
+
+// A container whose spec names its agent gets it from its init (agent
+// pause --once): StartAgent at boot adds none, the agent answers, and its
+// token stays out of the shells. Once that agent is gone, the init does not
+// start another (the sidecar's StartAgent does, alone).
+func TestAgentStartedByInit(t *testing.T) {
+	d, cli := engine(t, "")
+	ctx := context.Background()
+	const id, token = "tinit", "init-token"
+	sp := spec(id)
+	sp.Agent = AgentStart{WorkspaceID: id, Token: token}
+	cid, err := d.Create(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := cli.ContainerInspect(ctx, cid)
+	if err != nil || ci.Config.Labels[LabelAgentInit] != "1" || ci.Config.User != "0" {
+		t.Fatalf("exp the agent-init label and user 0, got %v %v", ci.Config, err)
+	}
+	if err := d.StartAgent(ctx, cid, AgentStart{WorkspaceID: id, Token: token, Takeover: true, Boot: true}); err != nil {
+		t.Fatal(err)
+	}
+	c := agentClient(d, cid, id, token)
+	defer c.Close()
+	h1, err := c.ConnectWait(ctx, 15*time.Second)
+	if err != nil {
+		t.Fatalf("the init's agent did not answer: %v", err)
+	}
+	res, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "env | grep -c PATINA_AGENT_TOKEN", Ensure: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Stdout.Data); !strings.HasPrefix(got, "0\n") {
+		t.Fatalf("exp no token in the shell's environment: %q", got)
+	}
+	// No docker exec started it: its parent is PID 1.
+	out, err := exec.CommandContext(ctx, "docker", "exec", cid, "sh", "-c", fmt.Sprintf("grep PPid /proc/%d/status", h1.PID)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PPid:\t1\n") {
+		t.Fatalf("exp the agent to be the init's child: %q %v", out, err)
+	}
+	c.Close()
+	if out, err := exec.CommandContext(ctx, "docker", "exec", cid, "kill", "-9", fmt.Sprint(h1.PID)).CombinedOutput(); err != nil {
+		t.Fatalf("kill the agent: %v %s", err, out)
+	}
+	// pause --once leaves it dead (its restart delay would be 5 s; wait
+	// 6 s).
+	time.Sleep(6 * time.Second)
+	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	if conn, err := d.DialAgent(dctx, cid); err == nil {
+		conn.Close()
+		dcancel()
+		t.Fatal("an agent answers after the init's agent was killed: the init started another")
+	}
+	dcancel()
+	c2 := agentClient(d, cid, id, token)
+	defer c2.Close()
+	if err := d.StartAgent(ctx, cid, AgentStart{WorkspaceID: id, Token: token, Takeover: true}); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := c2.ConnectWait(ctx, 15*time.Second)
+	if err != nil || h2.PID == h1.PID {
+		t.Fatalf("exp a new agent from StartAgent: %+v %v", h2, err)
+	}
+}

@@ -334,10 +334,23 @@ func (w *workspace) startAgent(ctx context.Context) error {
 	w.mu.Lock()
 	c, id, token := w.agent, w.meta.ID, w.meta.AgentToken
 	w.mu.Unlock()
-	if err := w.m.eng.StartAgent(ctx, w.containerID(), container.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs()}); err != nil {
+	start := container.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs(), Boot: true}
+	if err := w.m.eng.StartAgent(ctx, w.containerID(), start); err != nil {
 		return fmt.Errorf("start the workspace's agent: %w", err)
 	}
-	h, err := c.ConnectWait(ctx, w.m.cfg.AgentStartTimeout)
+	// An agent answers within tens of ms of its start; after a few
+	// seconds it will not.
+	h, err := c.ConnectWait(ctx, min(w.m.cfg.AgentStartTimeout, 5*time.Second))
+	if err != nil && ctx.Err() == nil {
+		// The agent the container's init started (or the one started
+		// above) did not answer: start one the usual way, once.
+		w.m.log.Warn("the workspace's agent did not answer; starting it again", "workspace_id", id, "err", err)
+		start.Boot = false
+		if err := w.m.eng.StartAgent(ctx, w.containerID(), start); err != nil {
+			return fmt.Errorf("start the workspace's agent: %w", err)
+		}
+		h, err = c.ConnectWait(ctx, w.m.cfg.AgentStartTimeout)
+	}
 	if err != nil {
 		return fmt.Errorf("the workspace's agent did not answer: %w", err)
 	}

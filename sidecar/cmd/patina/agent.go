@@ -99,7 +99,8 @@ container) reaches the agent, through docker exec.`,
 }
 
 func newAgentPauseCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var once bool
+	cmd := &cobra.Command{
 		Use:   "pause [-- PATINA-ARGS...]",
 		Short: "A workspace container's main process (PID 1): wait and reap",
 		Long: `Wait until SIGTERM or SIGINT, reaping orphaned processes: a workspace container's
@@ -109,17 +110,27 @@ spares it), so the container outlives whatever a workspace does to its processes
 Arguments after -- are a patina command it keeps running: started at once and
 again whenever it exits (0.5 s later, or 5 s if it lived under 10 s). A
 workspace on a Swarm cluster runs its agent this way, since no docker exec
-reaches a container on another node.`,
+reaches a container on another node. With --once it starts the command once
+only: a workspace on a Docker engine gets its first agent this way (the token
+in PATINA_AGENT_TOKEN), and the sidecar starts any later one with docker exec.`,
 		Example: `  /.patina/bin/patina agent pause
-  /.patina/bin/patina agent pause -- agent serve --workspace-id 3f2a9c01b7e4d5a6 --tcp :7071 --token-file /run/secrets/patina-agent-token`,
+  /.patina/bin/patina agent pause -- agent serve --workspace-id 3f2a9c01b7e4d5a6 --tcp :7071 --token-file /run/secrets/patina-agent-token
+  PATINA_AGENT_TOKEN=... /.patina/bin/patina agent pause --once -- agent serve --workspace-id 3f2a9c01b7e4d5a6 --takeover`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("%s takes no arguments except a patina command after --", cmd.CommandPath())
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return agent.Pause(cmd.Context(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if once && len(args) == 0 {
+				return usagef("--once needs a patina command after --")
+			}
+			return agent.Pause(cmd.Context(), agent.PauseConfig{Keep: args, Once: once})
+		},
 	}
+	cmd.Flags().BoolVar(&once, "once", false, "start the command after -- once, never again")
+	return cmd
 }
 
 func newAgentCopyCmd(a *app) *cobra.Command {

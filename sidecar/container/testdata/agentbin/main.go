@@ -33,7 +33,17 @@ func main() {
 	case "relay":
 		err = agent.Relay("", os.Stdin, os.Stdout)
 	case "pause":
-		err = agent.Pause(context.Background(), nil)
+		var cfg agent.PauseConfig
+		for i := 2; i < len(args); i++ {
+			switch args[i] {
+			case "--once":
+				cfg.Once = true
+			case "--":
+				cfg.Keep = args[i+1:]
+				i = len(args)
+			}
+		}
+		err = agent.Pause(context.Background(), cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
