@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -185,13 +186,23 @@ type AgentStart struct {
 // agentTokenEnv carries an agent's token (agent.TokenEnv).
 const agentTokenEnv = "PATINA_AGENT_TOKEN"
 
+// initCommand is the entrypoint of a container whose init starts its
+// first agent. That agent takes over from no one (the container has just
+// started): an agent started later with --takeover always wins over it.
+func initCommand(a AgentStart) []string {
+	return append([]string{AgentPath, "agent", "pause", "--once", "--", "agent", "serve", "--workspace-id", a.WorkspaceID}, a.Args...)
+}
+
 // StartAgent starts `patina agent serve` in the workspace's container,
 // detached: it outlives the call and the sidecar. With a.Boot, a container
-// whose init starts the agent itself gets none from here.
+// whose init starts the agent itself, with these same flags, gets none
+// from here (one made with other flags, e.g. another git identity, gets an
+// agent with the current ones, which takes over).
 func (d *Docker) StartAgent(ctx context.Context, containerID string, a AgentStart) error {
 	if a.Boot {
 		ci, err := d.api.ContainerInspect(ctx, containerID)
-		if err == nil && ci.Config != nil && ci.Config.Labels[LabelAgentInit] == "1" {
+		if err == nil && ci.Config != nil && ci.Config.Labels[LabelAgentInit] == "1" &&
+			slices.Equal([]string(ci.Config.Entrypoint), initCommand(a)) {
 			return nil
 		}
 	}

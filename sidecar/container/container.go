@@ -296,8 +296,7 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 		// is in the container's environment, where root in the container
 		// could read it anyway (/proc/<agent>/environ); the agent keeps
 		// it from the shells.
-		entry = append(entry, "--once", "--", "agent", "serve", "--workspace-id", a.WorkspaceID, "--takeover")
-		entry = append(entry, a.Args...)
+		entry = initCommand(a)
 		env = append(env, agentTokenEnv+"="+a.Token)
 		ctrLabels[LabelAgentInit] = "1"
 	}

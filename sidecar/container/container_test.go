@@ -410,4 +410,21 @@ func TestAgentStartedByInit(t *testing.T) {
 	if err != nil || h2.PID == h1.PID {
 		t.Fatalf("exp a new agent from StartAgent: %+v %v", h2, err)
 	}
+	c2.Close()
+	// At a boot with other flags than the init's (another git identity),
+	// StartAgent starts an agent with the new ones, which takes over.
+	if err := d.StartAgent(ctx, cid, AgentStart{WorkspaceID: id, Token: token, Takeover: true, Boot: true, Args: []string{"--git-name", "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c3 := agentClient(d, cid, id, token)
+		h3, err := c3.ConnectWait(ctx, time.Second)
+		c3.Close()
+		if err == nil && h3.PID != h2.PID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exp an agent with the new flags to take over from %d: %+v %v", h2.PID, h3, err)
+		}
+	}
 }

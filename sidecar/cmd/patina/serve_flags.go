@@ -64,7 +64,7 @@ a workspace fails until "patina image build" has built it.`,
 			if err != nil {
 				return err
 			}
-			keepSysmonAwake()
+			keepSysmonAwake(cmd.Context())
 			return a.serve(cmd.Context(), s)
 		},
 	}

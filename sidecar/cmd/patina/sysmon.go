@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strings"
 	"syscall"
@@ -30,7 +31,7 @@ const (
 // GODEBUG, unless GODEBUG already names schedtrace (the user's choice, or
 // this is the re-executed program: then the saved GODEBUG is put back for
 // its children). It returns only when it did not re-execute.
-func keepSysmonAwake() {
+func keepSysmonAwake(ctx context.Context) {
 	godebug := os.Getenv("GODEBUG")
 	if saved, ok := os.LookupEnv(envSavedGODEBUG); ok {
 		_ = os.Unsetenv(envSavedGODEBUG)
@@ -41,7 +42,7 @@ func keepSysmonAwake() {
 		}
 		return
 	}
-	if hasSchedtrace(godebug) {
+	if hasSchedtrace(godebug) || ctx.Err() != nil { // a signal to stop came already
 		return
 	}
 	env := make([]string, 0, len(os.Environ())+2)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestKeepSysmonAwakeRestores(t *testing.T) {
 	for _, saved := range []string{"", "http2client=0"} {
 		t.Setenv("GODEBUG", "x=1,"+sysmonSetting)
 		t.Setenv(envSavedGODEBUG, saved)
-		keepSysmonAwake()
+		keepSysmonAwake(context.Background())
 		if _, ok := os.LookupEnv(envSavedGODEBUG); ok {
 			t.Errorf("saved %q: %s is still set", saved, envSavedGODEBUG)
 		}
@@ -45,7 +46,7 @@ func TestKeepSysmonAwakeRestores(t *testing.T) {
 func TestKeepSysmonAwakeRespectsUser(t *testing.T) {
 	t.Setenv("GODEBUG", "schedtrace=0")
 	os.Unsetenv(envSavedGODEBUG)
-	keepSysmonAwake()
+	keepSysmonAwake(context.Background())
 	if got := os.Getenv("GODEBUG"); got != "schedtrace=0" {
 		t.Errorf("GODEBUG = %q", got)
 	}
