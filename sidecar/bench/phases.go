@@ -38,7 +38,7 @@ func (r *runner) agentRSS(ctx context.Context, containerID string) (rss, anon, f
 		return 0, 0, 0, fmt.Errorf("unexpected process list columns %v", top.Titles)
 	}
 	for _, p := range top.Processes {
-		if len(p) > max(rssCol, argsCol, pidCol) && strings.Contains(p[argsCol], "agent serve") {
+		if len(p) > max(rssCol, argsCol, pidCol) && isAgentServe(strings.Fields(p[argsCol])) {
 			kb, err := strconv.ParseInt(strings.TrimSpace(p[rssCol]), 10, 64)
 			if err != nil {
 				return 0, 0, 0, fmt.Errorf("unexpected RSS %q", p[rssCol])
@@ -52,11 +52,18 @@ func (r *runner) agentRSS(ctx context.Context, containerID string) (rss, anon, f
 	return 0, 0, 0, fmt.Errorf("no agent among the container's processes")
 }
 
+// isAgentServe reports whether a process's arguments are an agent's
+// (patina agent serve …), not the init's that starts it (patina agent
+// pause --once -- agent serve …).
+func isAgentServe(argv []string) bool {
+	return len(argv) >= 3 && argv[1] == "agent" && argv[2] == "serve"
+}
+
 // procRSS reads the agent's anonymous and file-backed resident memory
 // (zero when that pid is not an agent of this host: a remote engine).
 func procRSS(pid string) (anon, file int64) {
 	cmd, err := os.ReadFile("/proc/" + pid + "/cmdline")
-	if err != nil || !strings.Contains(string(cmd), "agent\x00serve") {
+	if err != nil || !isAgentServe(strings.Split(string(cmd), "\x00")) {
 		return 0, 0
 	}
 	b, err := os.ReadFile("/proc/" + pid + "/status")

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +45,23 @@ func TestCleanEnv(t *testing.T) {
 	got := cleanEnv([]string{"PATH=/bin", "PATINA_TOKEN=x", "PATINA_ADDR=y", "HOME=/root"})
 	if len(got) != 2 || got[0] != "PATH=/bin" || got[1] != "HOME=/root" {
 		t.Errorf("exp PATH and HOME only, got %v", got)
+	}
+}
+
+// The agent's memory is its own process's, not the init's that started it.
+func TestIsAgentServe(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		want bool
+	}{
+		{"/.patina/bin/patina agent serve --workspace-id x", true},
+		{"/.patina/bin/patina agent pause --once -- agent serve --workspace-id x", false},
+		{"/.patina/bin/patina agent pause", false},
+		{"bash --noprofile --norc -i", false},
+		{"", false},
+	} {
+		if got := isAgentServe(strings.Fields(c.args)); got != c.want {
+			t.Errorf("isAgentServe(%q) = %v, want %v", c.args, got, c.want)
+		}
 	}
 }
