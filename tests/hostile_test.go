@@ -516,3 +516,33 @@ func TestForgedNoteChangesNothing(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// A workspace's agent is started by its container's init, with its token in
+// the container's environment: root in the workspace can read its own
+// token (as it could from the agent's own environment before), its
+// sessions do not inherit it, each workspace has its own, and killing that
+// agent costs only a restart the API reports.
+func TestHostileAgentToken(t *testing.T) {
+	h := Start(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "evil"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	const read = `tr '\0' '\n' </proc/1/environ | grep '^PATINA_AGENT_TOKEN='; env | grep -c '^PATINA_AGENT_TOKEN=' || true`
+	evil, other := h.Exec("evil", "default", read), h.Exec("bystander", "default", read)
+	lines := strings.Split(evil.Stdout, "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "PATINA_AGENT_TOKEN=") || len(lines[0]) < len("PATINA_AGENT_TOKEN=")+16 || lines[1] != "0" {
+		t.Fatalf("exp the init's token in /proc/1/environ and none in the session: %q", evil.Stdout)
+	}
+	if strings.SplitN(other.Stdout, "\n", 2)[0] == lines[0] {
+		t.Fatalf("two workspaces share an agent token: %q", lines[0])
+	}
+	res := h.Exec("evil", "default", `pkill -9 -f "agent serve"; sleep 0.5; echo after`)
+	if res.Stdout != "after\n" {
+		t.Fatalf("exp the command to outlive its agent: %+v", res)
+	}
+	ctx := context.Background()
+	w, err := h.Client.GetWorkspace(ctx, "evil")
+	if err != nil || w.Agent == nil || w.Agent.Restarts < 1 {
+		t.Fatalf("exp a reported agent restart: %+v %v", w.Agent, err)
+	}
+	h.responsive("bystander")
+}

@@ -350,11 +350,11 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 				if pid <= 0 || err != nil {
 					break
 				}
-				if pid == kept && cfg.Once {
-					kept = 0
-				}
 				if pid == kept {
 					kept = 0
+					if cfg.Once {
+						continue
+					}
 					wait := 500 * time.Millisecond
 					if time.Since(started) < 10*time.Second {
 						wait = 5 * time.Second

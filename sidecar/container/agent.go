@@ -190,7 +190,17 @@ const agentTokenEnv = "PATINA_AGENT_TOKEN"
 // first agent. That agent takes over from no one (the container has just
 // started): an agent started later with --takeover always wins over it.
 func initCommand(a AgentStart) []string {
-	return append([]string{AgentPath, "agent", "pause", "--once", "--", "agent", "serve", "--workspace-id", a.WorkspaceID}, a.Args...)
+	a.Takeover = false
+	return append([]string{AgentPath, "agent", "pause", "--once", "--"}, serveArgs(a)...)
+}
+
+// serveArgs are the arguments of `patina agent serve` for a.
+func serveArgs(a AgentStart) []string {
+	args := []string{"agent", "serve", "--workspace-id", a.WorkspaceID}
+	if a.Takeover {
+		args = append(args, "--takeover")
+	}
+	return append(args, a.Args...)
 }
 
 // StartAgent starts `patina agent serve` in the workspace's container,
@@ -206,11 +216,7 @@ func (d *Docker) StartAgent(ctx context.Context, containerID string, a AgentStar
 			return nil
 		}
 	}
-	argv := []string{AgentPath, "agent", "serve", "--workspace-id", a.WorkspaceID}
-	if a.Takeover {
-		argv = append(argv, "--takeover")
-	}
-	argv = append(argv, a.Args...)
+	argv := append([]string{AgentPath}, serveArgs(a)...)
 	ex, err := d.api.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		Cmd:        argv,
 		Env:        []string{agentTokenEnv + "=" + a.Token},

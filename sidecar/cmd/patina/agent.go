@@ -115,7 +115,7 @@ only: a workspace on a Docker engine gets its first agent this way (the token
 in PATINA_AGENT_TOKEN), and the sidecar starts any later one with docker exec.`,
 		Example: `  /.patina/bin/patina agent pause
   /.patina/bin/patina agent pause -- agent serve --workspace-id 3f2a9c01b7e4d5a6 --tcp :7071 --token-file /run/secrets/patina-agent-token
-  PATINA_AGENT_TOKEN=... /.patina/bin/patina agent pause --once -- agent serve --workspace-id 3f2a9c01b7e4d5a6 --takeover`,
+  PATINA_AGENT_TOKEN=... /.patina/bin/patina agent pause --once -- agent serve --workspace-id 3f2a9c01b7e4d5a6`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("%s takes no arguments except a patina command after --", cmd.CommandPath())
