@@ -66,6 +66,7 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 				return usagef("--workspace-id is required")
 			}
 			cfg.Version = version
+			keepSysmonAwake(cmd.Context())
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}

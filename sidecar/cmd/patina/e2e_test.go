@@ -170,6 +170,15 @@ func TestE2EServeAndExec(t *testing.T) {
 		t.Errorf("unexpected workspace %+v", ws)
 	}
 
+	// The workspace's agent re-executed itself the same way; its shells
+	// get neither setting.
+	if environ, err := agentEnviron(ws.ID); err != nil || !regexp.MustCompile(`(^|\x00)GODEBUG=`+sysmonSetting+`\x00`).Match(environ) {
+		t.Errorf("the agent's environment has no GODEBUG=%s (%v): %q", sysmonSetting, err, environ)
+	}
+	if r := s.patina("exec", "e2e", "--", "env | grep -c -e ^GODEBUG= -e ^"+envSavedGODEBUG+"= || true"); r.stdout != "0\n" {
+		t.Errorf("exp no GODEBUG in a session, got %q (exit %d, %q)", r.stdout, r.code, r.stderr)
+	}
+
 	r := s.patina("exec", "e2e", "--", "echo hi; exit 3")
 	if r.code != 3 || r.stdout != "hi\n" {
 		t.Errorf("exp stdout %q and exit 3, got %q and %d (stderr %q)", "hi\n", r.stdout, r.code, r.stderr)
@@ -366,4 +375,22 @@ func TestE2EExecAfterExit(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stderr, "`patina ws start ended`") || strings.Contains(r.stderr, "/v1/") {
 		t.Errorf("exp exit 1 naming patina ws start, got %d, %q", r.code, r.stderr)
 	}
+}
+
+// agentEnviron reads the environment of workspace id's agent process
+// (patina agent serve --workspace-id id), found in this host's /proc.
+func agentEnviron(id string) ([]byte, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range dirs {
+		argv, err := os.ReadFile(f)
+		// Not the init, whose arguments name agent serve too.
+		if err == nil && bytes.Contains(argv, []byte("\x00agent\x00serve\x00--workspace-id\x00"+id+"\x00")) &&
+			!bytes.Contains(argv, []byte("\x00pause\x00")) {
+			return os.ReadFile(filepath.Join(filepath.Dir(f), "environ"))
+		}
+	}
+	return nil, fmt.Errorf("no agent serve process for workspace %s", id)
 }
