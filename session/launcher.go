@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+
+	"github.com/patina-dev/patina/internal/procwait"
 )
 
 // Launcher runs a session's processes wherever its shell lives: on this
@@ -66,7 +68,7 @@ func (LocalLauncher) Run(ctx context.Context, p Process) ([]byte, error) {
 	cmd.Dir = p.Dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := procwait.Output(cmd)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/patina-dev/patina/internal/procwait"
 )
 
 // fixedConfig goes before every git command patina runs: no hooks, no
@@ -191,6 +193,7 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	if stoppedEarly {
 		stop() // git may be blocked writing to a pipe nobody reads
 	}
+	procwait.Exited(cmd.Process) // not in waitid: see internal/procwait
 	werr := cmd.Wait()
 
 	code := 0

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/patina-dev/patina/internal/procwait"
 	"github.com/patina-dev/patina/session"
 )
 
@@ -170,7 +171,7 @@ func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
 	// One git process finds which keys are set (exit 1: none is); each
 	// missing one takes another. Not at once: two writers of one config
 	// file fail on its lock.
-	out, _ := exec.CommandContext(ctx, "git", "config", "--system", "--get-regexp", `^user\.(name|email)$`).Output()
+	out, _ := procwait.Output(exec.CommandContext(ctx, "git", "config", "--system", "--get-regexp", `^user\.(name|email)$`))
 	have := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if key, _, ok := strings.Cut(line, " "); ok {
@@ -181,7 +182,7 @@ func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
 		if have[kv[0]] {
 			continue
 		}
-		if out, err := exec.CommandContext(ctx, "git", "config", "--system", kv[0], kv[1]).CombinedOutput(); err != nil {
+		if out, err := procwait.CombinedOutput(exec.CommandContext(ctx, "git", "config", "--system", kv[0], kv[1])); err != nil {
 			log.Debug("set the git identity", "key", kv[0], "err", err, "output", string(out))
 		}
 	}
