@@ -155,11 +155,15 @@ func (l *exitsLog) next(id string) (int, bool) {
 	if l.open() != nil {
 		return 0, false
 	}
+	// pread directly: os.File.ReadAt reads again until its buffer is
+	// full or at EOF, a second system call on each command's path.
 	buf := make([]byte, 4096)
 	var b []byte
 	for {
-		n, err := l.f.ReadAt(buf, l.off+int64(len(b)))
-		b = append(b, buf[:n]...)
+		n, err := unix.Pread(int(l.f.Fd()), buf, l.off+int64(len(b)))
+		if n > 0 {
+			b = append(b, buf[:n]...)
+		}
 		if err != nil || n < len(buf) || len(b) >= 1<<20 {
 			break
 		}
