@@ -69,6 +69,24 @@ func (h *Harness) upload(ws, src, dst string) {
 	h.Out(ws, "default", "chmod +x /workspace/"+dst)
 }
 
+// openFiles lists what the sidecar's descriptors point to.
+func (h *Harness) openFiles() string {
+	h.t.Helper()
+	h.mu.Lock()
+	pid := h.cmd.Process.Pid
+	h.mu.Unlock()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		fmt.Fprintf(&b, "%s -> %s\n", e.Name(), target)
+	}
+	return b.String()
+}
+
 // RSS is the sidecar process's resident memory in bytes.
 func (h *Harness) RSS() int64 {
 	h.t.Helper()
@@ -191,7 +209,7 @@ ln -sf %s $d/c/1.out`, d, victim, victim, victim, victim, secret))
 // with bounded memory.
 func TestHostileAgent(t *testing.T) {
 	bin := testBinary(t, "hostileagent")
-	for _, mode := range []string{"flood", "lie", "hang", "frames"} {
+	for _, mode := range []string{"flood", "lie", "hang", "frames", "fds"} {
 		t.Run(mode, func(t *testing.T) {
 			h := Start(t)
 			h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "evil"})
@@ -227,6 +245,10 @@ func TestHostileAgent(t *testing.T) {
 			h.responsive("bystander")
 			if rss := h.RSS(); rss > rss0+100<<20 {
 				t.Fatalf("the sidecar grew from %d to %d MB", rss0>>20, rss>>20)
+			}
+			// No descriptor the workspace sent is open in the sidecar.
+			if fds := h.openFiles(); strings.Contains(fds, "patina-evil-fd") {
+				t.Fatalf("the sidecar holds a descriptor from the workspace:\n%s", fds)
 			}
 			w, err := h.Client.GetWorkspace(ctx, "evil")
 			if err != nil || w.Agent == nil {

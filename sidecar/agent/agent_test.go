@@ -439,6 +439,10 @@ func fakeAgent(t *testing.T, reply func(st *mux.Stream)) *Client {
 				return
 			}
 			go func() {
+				nc, err := AcceptPipes(nc, 5*time.Second)
+				if err != nil {
+					return
+				}
 				conn := mux.Server(nc, mux.Config{})
 				defer conn.Close()
 				st, err := conn.Accept(context.Background())

@@ -55,6 +55,8 @@ type Client struct {
 	mu    sync.Mutex
 	conn  *mux.Conn
 	hello Hello
+	// noPipes: the agent did not take pipes (dial).
+	noPipes atomic.Bool
 }
 
 // NewClient returns a client; nothing is dialled yet.
@@ -196,13 +198,37 @@ func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, 
 	}
 }
 
-// dial connects and says hello, within HelloTimeout.
+// dial connects and says hello, within HelloTimeout. On a unix socket it
+// moves the connection to pipes first (offerPipes); an agent that does not
+// take them (one older than that, whose container still has its binary)
+// closes the connection, and is then spoken to on the socket itself, by this
+// client from then on.
 func (c *Client) dial(ctx context.Context) (*mux.Conn, Hello, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.HelloTimeout)
 	defer cancel()
+	conn, h, offered, err := c.dialOnce(ctx, !c.noPipes.Load())
+	if err != nil && offered && ctx.Err() == nil {
+		if conn, h, _, err2 := c.dialOnce(ctx, false); err2 == nil {
+			c.noPipes.Store(true)
+			c.log.Info("the agent does not take pipes; using its socket", "err", err)
+			return conn, h, nil
+		}
+	}
+	return conn, h, err
+}
+
+// dialOnce connects (over pipes if pipes and the connection is a unix
+// socket: offered) and says hello.
+func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello, offered bool, _ error) {
 	nc, err := c.cfg.Dial(ctx)
 	if err != nil {
-		return nil, Hello{}, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
+		return nil, Hello{}, false, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
+	}
+	if uc, ok := nc.(*net.UnixConn); ok && pipes {
+		offered = true
+		if nc, err = offerPipes(uc); err != nil {
+			return nil, Hello{}, offered, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
+		}
 	}
 	conn := mux.Client(nc, mux.Config{MaxStreams: -1, KeepAlive: c.cfg.KeepAlive, Logger: c.log})
 	var h Hello
@@ -215,9 +241,9 @@ func (c *Client) dial(ctx context.Context) (*mux.Conn, Hello, error) {
 		if !errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w: hello: %v", ErrUnavailable, err)
 		}
-		return nil, Hello{}, err
+		return nil, Hello{}, offered, err
 	}
-	return conn, h, nil
+	return conn, h, offered, nil
 }
 
 // reply is an answer being read: its head was decoded; Body reads what

@@ -203,6 +203,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // ServeConn serves one connection until it closes.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
+	pc, err := AcceptPipes(nc, 30*time.Second)
+	if err != nil {
+		s.log.Debug("refused a connection", "err", err)
+		nc.Close()
+		return
+	}
+	nc = pc
 	conn := mux.Server(nc, mux.Config{MaxStreams: 1024, Logger: s.log})
 	defer conn.Close()
 	s.connMu.Lock()

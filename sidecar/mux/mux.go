@@ -119,7 +119,8 @@ type Conn struct {
 	cfg    Config
 	server bool
 
-	wmu sync.Mutex // serialises frame writes
+	wmu  sync.Mutex // serialises frame writes
+	wbuf []byte     // writeCoalesced's buffer (wmu held)
 
 	mu       sync.Mutex
 	streams  map[uint32]*Stream
@@ -312,11 +313,38 @@ func (c *Conn) writeFrameLocked(typ, flags byte, id uint32, payload []byte) erro
 	default:
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	if err := writeFrameTo(c.nc, typ, flags, id, payload); err != nil {
+	var err error
+	if _, ok := c.nc.(*PipeConn); ok && len(payload) <= pipeCoalesce {
+		err = c.writeCoalesced(typ, flags, id, payload)
+	} else {
+		err = writeFrameTo(c.nc, typ, flags, id, payload)
+	}
+	if err != nil {
 		c.fail(fmt.Errorf("write: %w", err))
 		return fmt.Errorf("%w: write: %w", ErrClosed, err)
 	}
 	return nil
+}
+
+// pipeCoalesce is the largest payload written in one system call with its
+// header on a PipeConn (which has no writev: two writes would also wake the
+// reader twice, once for the header alone).
+const pipeCoalesce = 4 << 10
+
+// writeCoalesced writes a frame's header and payload with one write, in a
+// buffer kept for it (c.wmu held).
+func (c *Conn) writeCoalesced(typ, flags byte, id uint32, payload []byte) error {
+	if c.wbuf == nil {
+		c.wbuf = make([]byte, HeaderLen+pipeCoalesce)
+	}
+	b := c.wbuf[:HeaderLen+len(payload)]
+	clear(b[:HeaderLen])
+	b[0], b[1] = typ, flags
+	binary.BigEndian.PutUint32(b[4:8], id)
+	binary.BigEndian.PutUint32(b[8:12], uint32(len(payload)))
+	copy(b[HeaderLen:], payload)
+	_, err := c.nc.Write(b)
+	return err
 }
 
 func writeFrameTo(w io.Writer, typ, flags byte, id uint32, payload []byte) error {
@@ -571,3 +599,6 @@ func (c *Conn) forget(s *Stream) {
 	}
 	c.mu.Unlock()
 }
+
+// NetConn is the connection the streams travel on.
+func (c *Conn) NetConn() net.Conn { return c.nc }

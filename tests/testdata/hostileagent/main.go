@@ -8,6 +8,8 @@
 //	hostileagent lie     every answer is a well-formed lie (forged ids, sizes, paths)
 //	hostileagent hang    no call is ever answered
 //	hostileagent frames  protocol violations: oversized frames
+//	hostileagent fds     descriptors (of a file it made) sent to the sidecar
+//	                     on every connection, before and after anything else
 package main
 
 import (
@@ -18,14 +20,16 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: hostileagent flood|lie|hang|frames")
+		fmt.Fprintln(os.Stderr, "usage: hostileagent flood|lie|hang|frames|fds")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -53,6 +57,16 @@ func main() {
 }
 
 func serve(nc net.Conn, mode, ws string) {
+	if mode == "fds" {
+		sendFDs(nc)
+		return
+	}
+	// Take the sidecar's pipes as the real agent does, so that what
+	// follows reaches the sidecar the way an agent's bytes do.
+	nc, err := agent.AcceptPipes(nc, 30*time.Second)
+	if err != nil {
+		return
+	}
 	if mode == "frames" {
 		// A frame header announcing 4 GiB of data.
 		hdr := make([]byte, 12)
@@ -100,5 +114,29 @@ func serve(nc net.Conn, mode, ws string) {
 				<-st.Done()
 			}
 		}()
+	}
+}
+
+// sendFDs offers the sidecar descriptors of a file made here with every
+// byte it writes, until the connection closes (the sidecar reads nothing
+// from a socket it handed pipes over, and reads a mux stream without
+// taking descriptors).
+func sendFDs(nc net.Conn) {
+	defer nc.Close()
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	f, err := os.Create("/tmp/patina-evil-fd")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	rights := syscall.UnixRights(int(f.Fd()), int(f.Fd()))
+	_ = uc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	for i := 0; i < 10000; i++ {
+		if _, _, err := uc.WriteMsgUnix([]byte{1}, rights, nil); err != nil {
+			return
+		}
 	}
 }
