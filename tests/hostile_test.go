@@ -69,12 +69,17 @@ func (h *Harness) upload(ws, src, dst string) {
 	h.Out(ws, "default", "chmod +x /workspace/"+dst)
 }
 
+// pid is the sidecar's process id.
+func (h *Harness) pid() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cmd.Process.Pid
+}
+
 // openFiles lists what the sidecar's descriptors point to.
 func (h *Harness) openFiles() string {
 	h.t.Helper()
-	h.mu.Lock()
-	pid := h.cmd.Process.Pid
-	h.mu.Unlock()
+	pid := h.pid()
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		h.t.Fatal(err)
@@ -90,9 +95,7 @@ func (h *Harness) openFiles() string {
 // RSS is the sidecar process's resident memory in bytes.
 func (h *Harness) RSS() int64 {
 	h.t.Helper()
-	h.mu.Lock()
-	pid := h.cmd.Process.Pid
-	h.mu.Unlock()
+	pid := h.pid()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		h.t.Fatal(err)

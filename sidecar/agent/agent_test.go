@@ -426,6 +426,14 @@ func TestHelloRefusesWrongTokenOrWorkspace(t *testing.T) {
 // fakeAgent answers every call with what reply writes: a hostile agent.
 func fakeAgent(t *testing.T, reply func(st *mux.Stream)) *Client {
 	t.Helper()
+	return fakeAgentPipes(t, reply, true)
+}
+
+// fakeAgentPipes is fakeAgent; without pipes, it serves the mux on the
+// socket as agents did before pipes (and takes the preamble for a bad
+// frame).
+func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool) *Client {
+	t.Helper()
 	addr := fmt.Sprintf("@patina-fake-agent-%d", time.Now().UnixNano())
 	ln, err := net.Listen("unix", addr)
 	if err != nil {
@@ -439,9 +447,11 @@ func fakeAgent(t *testing.T, reply func(st *mux.Stream)) *Client {
 				return
 			}
 			go func() {
-				nc, err := AcceptPipes(nc, 5*time.Second)
-				if err != nil {
-					return
+				if pipes {
+					var err error
+					if nc, err = AcceptPipes(nc, 5*time.Second); err != nil {
+						return
+					}
 				}
 				conn := mux.Server(nc, mux.Config{})
 				defer conn.Close()

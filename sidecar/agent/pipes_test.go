@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -33,34 +32,7 @@ func TestPipesUsed(t *testing.T) {
 // An agent that does not take pipes (a plain mux server, as agents before
 // them were) is spoken to on its socket, after one refused attempt.
 func TestPipesOldAgent(t *testing.T) {
-	addr := fmt.Sprintf("@patina-old-agent-%d", time.Now().UnixNano())
-	ln, err := net.Listen("unix", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				conn := mux.Server(nc, mux.Config{})
-				defer conn.Close()
-				for {
-					st, err := conn.Accept(context.Background())
-					if err != nil {
-						return
-					}
-					writeResult(st, Hello{WorkspaceID: "ws1", Protocol: ProtocolVersion})
-					st.Close()
-				}
-			}()
-		}
-	}()
-	c := NewClient(ClientConfig{WorkspaceID: "ws1", Token: "tok", Dial: func(ctx context.Context) (net.Conn, error) { return net.Dial("unix", addr) }})
-	defer c.Close()
+	c := fakeAgentPipes(t, func(st *mux.Stream) { st.Close() }, false)
 	if _, err := c.Connect(context.Background()); err != nil {
 		t.Fatalf("connect to an agent without pipes: %v", err)
 	}
