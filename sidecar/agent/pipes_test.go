@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,6 +65,17 @@ func TestAcceptPipesHostile(t *testing.T) {
 	defer syscall.Close(sp[0])
 	defer syscall.Close(sp[1])
 	p, f, s := int(pr.Fd()), int(file.Fd()), sp[0]
+	// What the sent descriptors point to: counting the descriptors of this
+	// process that point there (other tests' goroutines open and close
+	// descriptors of their own meanwhile).
+	var targets []string
+	for _, fd := range []int{p, f, s} {
+		target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, target)
+	}
 	cases := []struct {
 		name string
 		data string
@@ -78,7 +91,7 @@ func TestAcceptPipesHostile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := openFDs(t)
+			before := openFDs(t, targets)
 			client, server := unixPair(t)
 			defer client.Close()
 			if _, _, err := client.WriteMsgUnix([]byte(c.data), syscall.UnixRights(c.fds...), nil); err != nil {
@@ -90,7 +103,7 @@ func TestAcceptPipesHostile(t *testing.T) {
 			}
 			server.Close()
 			client.Close()
-			if after := openFDs(t); after != before {
+			if after := openFDs(t, targets); after != before {
 				t.Fatalf("open descriptors: %d before, %d after", before, after)
 			}
 		})
@@ -139,11 +152,19 @@ func unixPair(t *testing.T) (*net.UnixConn, *net.UnixConn) {
 	return conns[0], conns[1]
 }
 
-func openFDs(t *testing.T) int {
+// openFDs counts this process's descriptors that point to one of targets.
+func openFDs(t *testing.T, targets []string) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ents)
+	n := 0
+	for _, e := range ents {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if slices.Contains(targets, target) {
+			n++
+		}
+	}
+	return n
 }
