@@ -50,31 +50,44 @@ func TestExitedReaped(t *testing.T) {
 }
 
 // The point of the package: on one P, a goroutine waiting for a child
-// leaves the P to the others. A ticker goroutine keeps running while
-// another waits for a 300 ms child; with a blocking wait the runtime would
-// hand the P over only when sysmon notices (here it does so within 20 µs
-// to 10 ms, so this checks the poller path, not a timing: the waiting
-// goroutine must not be in a system call while the child runs).
+// leaves the P to the others. With a blocking wait the runtime would hand
+// the P over only when sysmon notices, so this checks the poller path, not
+// a timing: while the child runs, the waiting goroutine is parked in IO
+// wait, never in a system call.
 func TestExitedNotInSyscall(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	cmd := exec.Command("sleep", "0.3")
+	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waiting := make(chan struct{})
 	go func() { Exited(cmd.Process); close(waiting) }()
-	time.Sleep(100 * time.Millisecond)
-	// The waiter is parked in the poller: its stack shows no waitid.
-	buf := make([]byte, 1<<20)
-	stacks := string(buf[:runtime.Stack(buf, true)])
+	var stacks string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		if strings.Contains(stacks, "[IO wait") && strings.Contains(stacks, "procwait.Exited") {
+			break
+		}
+	}
+	if !strings.Contains(stacks, "[IO wait") || !strings.Contains(stacks, "procwait.Exited") {
+		t.Errorf("exp the waiter in IO wait:\n%s", stacks)
+	}
 	if strings.Contains(stacks, "Waitid") && strings.Contains(stacks, "[syscall") {
 		t.Errorf("a goroutine is blocked in waitid:\n%s", stacks)
 	}
-	if !strings.Contains(stacks, "procwait.Exited") || !strings.Contains(stacks, "[IO wait") {
-		t.Errorf("exp the waiter in IO wait:\n%s", stacks)
+	select {
+	case <-waiting:
+		t.Fatal("Exited returned while the child runs")
+	default:
 	}
-	<-waiting
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
+	_ = cmd.Process.Kill()
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Exited did not return after the child was killed")
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("exp the killed child's status")
 	}
 }
