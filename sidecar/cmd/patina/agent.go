@@ -54,7 +54,8 @@ func newAgentServeCmd(a *app) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the workspace's sessions, files and repository to the sidecar",
 		Long: `Serve the workspace's sessions, files and repository on an abstract unix socket
-(default @patina-agent). The token every connection must present is read from
+(default @patina-agent); a sidecar on the same host moves its connection to two
+pipes it hands over. The token every connection must present is read from
 the environment variable ` + agent.TokenEnv + `. Sessions live under
 <state-dir>/sessions and survive the agent: a new agent reattaches to the ones
 whose shells still run. With --takeover, an agent that holds the socket but does
