@@ -251,7 +251,7 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 		}
 		stdin = f.stdin
 	}
-	line, err := wrapperLine(f, stdin, s.exits.path, id, text)
+	line, err := wrapperLine(f, stdin, s.exits.path, id, text, internal)
 	if err != nil {
 		tty.close()
 		return nil, fmt.Errorf("exec: %w", err)
@@ -286,6 +286,9 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 		}
 		return nil, err
 	}
+	c.awaited = true
+	s.m.polling.Begin()
+	s.statusRd.Expect(reportPoll)
 	if req.Timeout > 0 {
 		c.timer = time.AfterFunc(req.Timeout, func() { _ = s.stop(c, syscall.SIGINT, true) })
 	}
@@ -321,3 +324,8 @@ func ValidEnvName(k string) bool {
 	}
 	return true
 }
+
+// reportPoll is how long a session's status reader polls for the report of
+// a command it has just sent (internal/pollread): a short command's comes
+// within a few hundred microseconds.
+const reportPoll = 300 * time.Microsecond

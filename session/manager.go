@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/patina-dev/patina/internal/pollread"
 	"io"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ type Manager struct {
 	log     *slog.Logger
 	lock    *os.File
 	watches watchHub
+	polling pollread.Gate // one session's status reader polls at a time
 
 	mu       sync.Mutex
 	sessions map[string]*Session

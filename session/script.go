@@ -80,8 +80,13 @@ const readyFormat = `\builtin printf 'ready %%s %%s %%s %%s %%s\n' %d "$PPID" "$
 //	                    with "set -e;" to re-arm it for their code).
 //	<IN                 stdin: the request's bytes, or /dev/null: a command
 //	                    can never read the command FIFO.
-//	>|OUT 2>|ERR        byte-exact capture to the command's files (created
-//	                    ahead of time; >| beats noclobber).
+//	1<>OUT 2<>ERR       byte-exact capture to the command's files, made
+//	                    empty ahead of time, opened without truncating:
+//	                    truncating even an empty file is an inode update
+//	                    in the filesystem's journal, a tenth of the shell's
+//	                    time for a short command (noclobber does not apply
+//	                    to <>). Internal commands reuse their files and
+//	                    truncate them: 1>|OUT 2>|ERR (>| beats noclobber).
 //	251>&-              the command and its children never hold the status
 //	                    FIFO, so a background child cannot delay anything.
 //	PIPESTATUS[0]       the status before "!" inverted it, appended durably
@@ -90,8 +95,9 @@ const readyFormat = `\builtin printf 'ready %%s %%s %%s %%s %%s\n' %d "$PPID" "$
 // Everything runs from the first line (the here-document's body follows
 // that line), so SIGINT abandons the whole of it.
 //
-// Arguments: IN, OUT, ERR, DELIM, ID, EXITS, text.
-const wrapperFormat = "! { \\builtin source /dev/fd/3; } 3<<'%[4]s' <%[1]s >|%[2]s 2>|%[3]s 251>&-; " +
+// Arguments: IN, OUT, ERR, DELIM, ID, EXITS, text, and the output
+// redirection (outNoTrunc or outTrunc).
+const wrapperFormat = "! { \\builtin source /dev/fd/3; } 3<<'%[4]s' <%[1]s 1%[8]s%[2]s 2%[8]s%[3]s 251>&-; " +
 	`\builtin printf '%[5]s %%d\n' "${PIPESTATUS[0]}" >>%[6]s; ` +
 	`\builtin printf 'done %[5]s %%s %%s\n' "$-" "${PWD-}" >&251` + "\n" +
 	"%[7]s\n" +
@@ -223,15 +229,27 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// The output redirections of wrapperFormat: a command's own files, made
+// empty beforehand, are not truncated; an internal command's are.
+const (
+	outNoTrunc = "<>"
+	outTrunc   = ">|"
+)
+
 // wrapperLine is the text that runs command id: its text in a here-document
-// with a delimiter absent from it, its output to f, its status to exits.
-func wrapperLine(f cmdFiles, stdin, exits, id, text string) (string, error) {
+// with a delimiter absent from it, its output to f (truncated if trunc),
+// its status to exits.
+func wrapperLine(f cmdFiles, stdin, exits, id, text string, trunc bool) (string, error) {
 	delim, err := heredocDelim("PATINA_EOF_", text)
 	if err != nil {
 		return "", err
 	}
+	op := outNoTrunc
+	if trunc {
+		op = outTrunc
+	}
 	return fmt.Sprintf(wrapperFormat, shellQuote(stdin), shellQuote(f.stdout), shellQuote(f.stderr),
-		delim, id, shellQuote(exits), text), nil
+		delim, id, shellQuote(exits), text, op), nil
 }
 
 // heredocDelim returns a here-document delimiter, prefix and random hex,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/patina-dev/patina/internal/pollread"
 	"io"
 	"log/slog"
 	"maps"
@@ -28,8 +29,9 @@ type Session struct {
 	log  *slog.Logger
 	hist *history
 
-	in     *os.File // command FIFO; opened read-write so opening never blocks
-	status *os.File // status FIFO, read side
+	in       *os.File         // command FIFO; opened read-write so opening never blocks
+	status   *os.File         // status FIFO, read side
+	statusRd *pollread.Reader // reads status; polls for a command's report
 
 	readerDone chan struct{} // closed when the status reader returns
 	gone       chan struct{} // closed when the Manager lets go (detach)
@@ -118,6 +120,17 @@ type command struct {
 	interrupted bool
 
 	tty *ttyCopy // a TTY command's terminal
+
+	awaited bool // counted in the Manager's polling gate until it ends
+}
+
+// settled ends c's count in the Manager's polling gate. Called with s.mu
+// held.
+func (s *Session) settled(c *command) {
+	if c.awaited {
+		c.awaited = false
+		s.m.polling.End()
+	}
 }
 
 const (
@@ -248,7 +261,8 @@ func boot(ctx context.Context, m *Manager, dir string, meta sessionMeta, extra s
 	s.prepareAhead(s.nextID, nil, [2]int64{}, nil)
 	s.prepareAhead(s.nextID+1, nil, [2]int64{}, nil)
 	s.cwd = meta.Cwd
-	go s.readLoop(status, nil)
+	s.statusRd = pollread.New(status, &m.polling)
+	go s.readLoop(s.statusRd, nil)
 
 	env := append(append([]string{}, m.cfg.Env...), "PATINA_SESSION_ID="+meta.ID, meta.Marker)
 	if err := m.cfg.Launcher.Start(ctx, Process{Argv: s.supervisorArgv(), Env: env, Dir: meta.Cwd}); err != nil {
@@ -570,6 +584,7 @@ func (s *Session) finish(c *command, code int, notice string) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	s.settled(c)
 	c.tty.close()
 	now := time.Now().UTC()
 	stdout, stderr := c.files.outputs(s.m.cfg.OutputLimit)
@@ -735,6 +750,9 @@ func summarize(text string) string {
 func (s *Session) teardown() {
 	s.mu.Lock()
 	s.detached = true
+	if s.cur != nil {
+		s.settled(s.cur)
+	}
 	if s.snapTimer != nil {
 		s.snapTimer.Stop()
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,22 @@ func (h *Harness) pid() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cmd.Process.Pid
+}
+
+// cpuTime is the CPU time the sidecar has used (user and system).
+func (h *Harness) cpuTime() time.Duration {
+	h.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h.pid()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var ticks int64
+	for _, v := range f[11:13] { // utime, stime (fields 14 and 15)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // openFiles lists what the sidecar's descriptors point to.
@@ -224,6 +241,7 @@ func TestHostileAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(time.Second)
+			cpu0, wall0 := h.cpuTime(), time.Now()
 			for i := 0; i < 3; i++ {
 				start := time.Now()
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -241,6 +259,14 @@ func TestHostileAgent(t *testing.T) {
 				if d > 90*time.Second {
 					t.Fatalf("a call to the hostile workspace took %s", d)
 				}
+			}
+			// Awaiting replies that never come, the sidecar polls for each
+			// at most briefly (internal/pollread), then sleeps: it never
+			// spins on the workspace's account.
+			if cpu, wall := h.cpuTime()-cpu0, time.Since(wall0); mode == "hang" && cpu > wall/4+time.Second {
+				t.Fatalf("the sidecar used %s of CPU in %s of calls to the hostile agent", cpu, wall)
+			} else {
+				t.Logf("the sidecar used %s of CPU in %s of calls", cpu, wall)
 			}
 			if _, err := h.Client.ListSessions(ctx, "evil"); err != nil && !IsCode(err, client.CodeAgentUnavailable) {
 				t.Fatalf("list sessions: %v", err)

@@ -346,6 +346,10 @@ func (c *Client) roundTrip(ctx context.Context, conn *mux.Conn, method string, a
 
 // open sends the call and reads the head; with o.keep the stream stays
 // open for the body and the caller closes the reply.
+// replyPoll is how long the connection polls for a call's reply (see
+// mux.Conn.ExpectReply): a short command's comes within half a millisecond.
+const replyPoll = 600 * time.Microsecond
+
 func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, out any, o callOpts) (*reply, error) {
 	a, err := json.Marshal(args)
 	if err != nil {
@@ -361,6 +365,9 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 			return nil, fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		return nil, err
+	}
+	if o.body == nil && !o.duplex {
+		defer conn.ExpectReply(replyPoll)()
 	}
 	stop := context.AfterFunc(ctx, func() { st.Reset("cancelled") })
 	fail := func(err error) (*reply, error) {

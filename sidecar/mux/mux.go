@@ -602,3 +602,17 @@ func (c *Conn) forget(s *Stream) {
 
 // NetConn is the connection the streams travel on.
 func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// ExpectReply tells the connection that a reply is due within about d: a
+// connection that can (PipeConn) polls for it instead of sleeping, if no
+// other reply is awaited in the process (pollread.Gate). Call the function
+// returned once the reply is in.
+func (c *Conn) ExpectReply(d time.Duration) (end func()) {
+	pc, ok := c.nc.(*PipeConn)
+	if !ok {
+		return func() {}
+	}
+	pipeGate.Begin()
+	pc.rd.Expect(d)
+	return pipeGate.End
+}

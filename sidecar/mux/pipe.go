@@ -2,6 +2,7 @@ package mux
 
 import (
 	"errors"
+	"github.com/patina-dev/patina/internal/pollread"
 	"net"
 	"os"
 	"time"
@@ -15,14 +16,20 @@ import (
 // writes and deadlines go through the runtime's poller.
 type PipeConn struct {
 	r, w *os.File
+	rd   *pollread.Reader
 }
+
+// pipeGate lets one PipeConn of the process poll at a time (Conn.ExpectReply).
+var pipeGate pollread.Gate
 
 // NewPipeConn returns a connection that reads from r and writes to w, and
 // closes both.
-func NewPipeConn(r, w *os.File) *PipeConn { return &PipeConn{r: r, w: w} }
+func NewPipeConn(r, w *os.File) *PipeConn {
+	return &PipeConn{r: r, w: w, rd: pollread.New(r, &pipeGate)}
+}
 
 // Read reads from the read pipe.
-func (p *PipeConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+func (p *PipeConn) Read(b []byte) (int, error) { return p.rd.Read(b) }
 
 // Write writes to the write pipe.
 func (p *PipeConn) Write(b []byte) (int, error) { return p.w.Write(b) }
@@ -39,7 +46,8 @@ func (p *PipeConn) SetDeadline(t time.Time) error {
 	return errors.Join(p.r.SetReadDeadline(t), p.w.SetWriteDeadline(t))
 }
 
-// SetReadDeadline sets the read pipe's deadline.
+// SetReadDeadline sets the read pipe's deadline (Conn.ExpectReply moves it
+// too).
 func (p *PipeConn) SetReadDeadline(t time.Time) error { return p.r.SetReadDeadline(t) }
 
 // SetWriteDeadline sets the write pipe's deadline.
