@@ -40,6 +40,12 @@ func (g *Gate) Begin() { g.active.Add(1) }
 // End ends an operation that Begin counted.
 func (g *Gate) End() { g.active.Add(-1) }
 
+// State says whether a Reader polls now, and how many operations Begin
+// counts.
+func (g *Gate) State() (polling bool, inFlight int32) {
+	return g.busy.Load() != 0, g.active.Load()
+}
+
 // Reader reads f (a pipe or FIFO in non-blocking mode, as os.Pipe and
 // os.OpenFile of a FIFO give) and polls it after Expect.
 type Reader struct {

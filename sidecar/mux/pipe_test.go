@@ -85,3 +85,47 @@ func TestPipePeerThatDoesNotRead(t *testing.T) {
 		t.Fatalf("exp the writes to fail soon, got %v after %s", err, time.Since(start))
 	}
 }
+
+// Calls back to back with both ends polling (the client for each reply,
+// the server for the next call): nothing is lost or reordered, and the
+// polling ends with the calls.
+func TestPipesPolling(t *testing.T) {
+	a, b := pipePair(t)
+	c, s := Client(a, Config{}), Server(b, Config{})
+	t.Cleanup(func() { c.Close(); s.Close() })
+	go func() {
+		for {
+			st, err := s.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() {
+				defer st.Close()
+				_, _ = st.WriteFinal(append([]byte("re:"), st.Header()...))
+				s.ExpectNext(time.Millisecond)
+			}()
+		}
+	}()
+	ctx := context.Background()
+	for i := 0; i < 500; i++ {
+		h := []byte(fmt.Sprint("call ", i))
+		st, err := c.Open(ctx, h, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := c.ExpectReply(time.Millisecond)
+		got, err := io.ReadAll(st)
+		end()
+		st.Close()
+		if err != nil || string(got) != "re:"+string(h) {
+			t.Fatalf("call %d: %q, %v", i, got, err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for polling, n := pipeGate.State(); polling || n != 0; polling, n = pipeGate.State() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipes still poll after the calls (polling %v, awaited %d)", polling, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

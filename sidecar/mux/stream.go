@@ -164,6 +164,9 @@ func (s *Stream) Write(p []byte) (int, error) { return s.write(p, false) }
 // answer costs one frame.
 func (s *Stream) WriteFinal(p []byte) (int, error) { return s.write(p, true) }
 
+// Conn is the stream's connection.
+func (s *Stream) Conn() *Conn { return s.c }
+
 // CloseWrite closes the write half: the peer reads io.EOF.
 func (s *Stream) CloseWrite() error {
 	s.mu.Lock()
