@@ -75,13 +75,21 @@ func TestExpectWakesAWaitingRead(t *testing.T) {
 	g.End()
 	eventually(t, "the gate stays taken after the poll", func() bool { return g.busy.Load() == 0 })
 
-	ch = readAsync(rd) // no Expect: a plain wait
-	time.Sleep(5 * time.Millisecond)
+	waitsPlainly(t, &g, readAsync(rd), w, "later\n") // no Expect
+}
+
+// waitsPlainly checks that a read (ch) does not poll, then that it gets s
+// written to w.
+func waitsPlainly(t *testing.T, g *Gate, ch chan string, w *os.File, s string) {
+	t.Helper()
+	time.Sleep(20 * time.Millisecond)
 	if g.busy.Load() != 0 {
-		t.Fatal("the reader polls without Expect")
+		t.Fatal("the reader polls")
 	}
-	w.Write([]byte("later\n"))
-	want(t, ch, "later\n")
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	want(t, ch, s)
 }
 
 // When the poll's time is over, the read goes back to the poller and still
@@ -116,13 +124,7 @@ func TestGateBusyDoesNotPoll(t *testing.T) {
 	g.Begin()
 	g.Begin()
 	rd.Expect(time.Second)
-	ch := readAsync(rd)
-	time.Sleep(20 * time.Millisecond)
-	if g.busy.Load() != 0 {
-		t.Fatal("polls with two operations in flight")
-	}
-	w.Write([]byte("y"))
-	want(t, ch, "y")
+	waitsPlainly(t, &g, readAsync(rd), w, "y")
 }
 
 // A deadline of the reader's own still fails the read (Expect's wake-up

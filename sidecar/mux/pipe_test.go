@@ -93,19 +93,7 @@ func TestPipesPolling(t *testing.T) {
 	a, b := pipePair(t)
 	c, s := Client(a, Config{}), Server(b, Config{})
 	t.Cleanup(func() { c.Close(); s.Close() })
-	go func() {
-		for {
-			st, err := s.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			go func() {
-				defer st.Close()
-				_, _ = st.WriteFinal(append([]byte("re:"), st.Header()...))
-				s.ExpectNext(time.Millisecond)
-			}()
-		}
-	}()
+	go echoThen(s, func() { s.ExpectNext(time.Millisecond) })
 	ctx := context.Background()
 	for i := 0; i < 500; i++ {
 		h := []byte(fmt.Sprint("call ", i))
