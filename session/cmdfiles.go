@@ -55,18 +55,21 @@ func (f cmdFiles) removeOutput() {
 }
 
 // prepareOutputs makes the output files of command next before it starts,
-// without allocating an inode where it can: an output file of the previous
-// command that stayed empty (sizes: prevSizes) and that no process holds
-// open (no background job of it still writes there: see unused) is renamed
-// into place; anything else is created. Called off the hot path, between
-// commands. Nothing existing is ever replaced or truncated: the command may
-// have started meanwhile.
+// empty, without allocating an inode where it can: an output file of the
+// previous command that stayed empty (sizes: prevSizes, and still empty
+// once no process holds it open: see emptyAndUnused) is renamed into
+// place; anything else is created. Called off the hot path, between
+// commands. The shell opens these files without truncating them
+// (wrapperFormat), so a file that exists already with bytes in it (left
+// by an earlier life of the session) is emptied, but only while no
+// process has it open: the command may have started meanwhile, and
+// nothing it wrote is ever cut.
 func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) {
 	for i, s := range []Stream{Stdout, Stderr} {
 		dst := next.stream(s)
 		if prev != nil && prevSizes[i] == 0 {
 			src := prev.stream(s)
-			if unused(src) {
+			if emptyAndUnused(src) {
 				err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 				if err == nil || errors.Is(err, unix.EEXIST) {
 					continue
@@ -74,6 +77,11 @@ func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) {
 			}
 		}
 		if fd, err := openRaw(dst, unix.O_WRONLY|unix.O_CREAT); err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Size > 0 && leased(fd) {
+				_ = unix.Ftruncate(fd, 0)
+				unlease(fd)
+			}
 			unix.Close(fd)
 		}
 	}
@@ -93,20 +101,33 @@ func openRaw(path string, flags int) (int, error) {
 	}
 }
 
-// unused reports whether no process (in any container) has path open: a
-// write lease is granted only then (and only on a regular file).
-func unused(path string) bool {
+// emptyAndUnused reports whether path is empty and no process (in any
+// container) has it open: a write lease is granted only then (and only on
+// a regular file), and while it is held nobody can open the file to write
+// to it. A background job of a command that wrote to the command's output
+// after its result was taken, and exited, leaves a non-empty file.
+func emptyAndUnused(path string) bool {
 	fd, err := openRaw(path, unix.O_WRONLY)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+	if !leased(fd) {
 		return false
 	}
-	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
-	return true
+	defer unlease(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Size == 0
 }
+
+// leased takes a write lease on fd: it fails if any process has the file
+// open (fd aside).
+func leased(fd int) bool {
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK)
+	return err == nil
+}
+
+func unlease(fd int) { _, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK) }
 
 // exitsLog is a session's exits file: one "ID STATUS" line per command,
 // appended by the shell (or by the driver for a command it had to stop).

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -288,12 +289,18 @@ func TestOutputRecyclingNeverMixesCommands(t *testing.T) {
 	}
 }
 
-func TestUnused(t *testing.T) {
+func TestEmptyAndUnused(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("late\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if emptyAndUnused(p) {
+		t.Fatalf("a file with bytes in it passes as empty")
+	}
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !unused(p) {
+	if !emptyAndUnused(p) {
 		t.Fatalf("exp a file nobody holds to be unused")
 	}
 	cmd := exec.Command("bash", "-c", "exec 3>>"+p+"; sleep 5")
@@ -301,12 +308,73 @@ func TestUnused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !unused(p) })
+	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !emptyAndUnused(p) })
 	cmd.Process.Kill()
 	cmd.Wait()
-	if !unused(p) {
+	if !emptyAndUnused(p) {
 		t.Fatalf("exp the file unused once the holder is gone")
 	}
+}
+
+// The shell opens a command's output files without truncating them, so
+// preparing them never leaves bytes in them that the command did not
+// write: an earlier command's file that a background job wrote to after
+// its result was taken is not recycled, and a file left by an earlier life
+// is emptied, unless a process has it open (the command started: nothing
+// it wrote is cut).
+func TestPrepareLeavesNoStaleBytes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prev, next := filesFor(dir, "1"), filesFor(dir, "3")
+	for _, p := range []string{prev.stdout, prev.stderr} {
+		if err := os.WriteFile(p, []byte("late\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(next.stderr, []byte("old life\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prepareOutputs(&prev, [2]int64{0, 0}, next) // sizes taken before the late write
+	for _, p := range []string{next.stdout, next.stderr} {
+		if b, err := os.ReadFile(p); err != nil || len(b) != 0 {
+			t.Fatalf("%s: exp an empty file, got %q %v", p, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(prev.stdout); string(b) != "late\n" {
+		t.Fatalf("the late output of the earlier command is gone: %q", b)
+	}
+
+	// A file some process holds is left as it is.
+	held := filesFor(dir, "4")
+	if err := os.WriteFile(held.stdout, []byte("written by the command\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", "exec 3<>"+held.stdout+"; sleep 5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !leasable(held.stdout) })
+	prepareOutputs(nil, [2]int64{}, held)
+	if b, _ := os.ReadFile(held.stdout); string(b) != "written by the command\n" {
+		t.Fatalf("a held output file was changed: %q", b)
+	}
+}
+
+// leasable reports whether nobody holds path open.
+func leasable(path string) bool {
+	fd, err := openRaw(path, unix.O_WRONLY)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if !leased(fd) {
+		return false
+	}
+	unlease(fd)
+	return true
 }
 
 // 7. A foreground command that ignores SIGINT (and so looks like a
