@@ -107,6 +107,15 @@ func openRaw(path string, flags int) (int, error) {
 // to it. A background job of a command that wrote to the command's output
 // after its result was taken, and exited, leaves a non-empty file.
 func emptyAndUnused(path string) bool {
+	return underLease(path, func(fd int) bool {
+		var st unix.Stat_t
+		return unix.Fstat(fd, &st) == nil && st.Size == 0
+	})
+}
+
+// underLease calls fn with path open and a write lease on it, and reports
+// what fn does; false if path cannot be opened or some process has it open.
+func underLease(path string, fn func(fd int) bool) bool {
 	fd, err := openRaw(path, unix.O_WRONLY)
 	if err != nil {
 		return false
@@ -116,8 +125,7 @@ func emptyAndUnused(path string) bool {
 		return false
 	}
 	defer unlease(fd)
-	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && st.Size == 0
+	return fn(fd)
 }
 
 // leased takes a write lease on fd: it fails if any process has the file

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -364,18 +363,7 @@ func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 }
 
 // leasable reports whether nobody holds path open.
-func leasable(path string) bool {
-	fd, err := openRaw(path, unix.O_WRONLY)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	if !leased(fd) {
-		return false
-	}
-	unlease(fd)
-	return true
-}
+func leasable(path string) bool { return underLease(path, func(int) bool { return true }) }
 
 // 7. A foreground command that ignores SIGINT (and so looks like a
 // background job) is still killed after the grace, by a timeout or by
