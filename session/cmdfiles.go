@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,36 +54,47 @@ func (f cmdFiles) removeOutput() {
 }
 
 // prepareOutputs makes the output files of command next before it starts,
-// empty, without allocating an inode where it can: an output file of the
+// without allocating an inode where it can: an output file of the
 // previous command that stayed empty (sizes: prevSizes, and still empty
 // once no process holds it open: see emptyAndUnused) is renamed into
 // place; anything else is created. Called off the hot path, between
-// commands. The shell opens these files without truncating them
-// (wrapperFormat), so a file that exists already with bytes in it (left
-// by an earlier life of the session) is emptied, but only while no
-// process has it open: the command may have started meanwhile, and
-// nothing it wrote is ever cut.
-func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) {
+// commands. It reports whether both files are known to be empty: the shell
+// then opens them without truncating (wrapperFormat), else it truncates
+// them. Nothing existing is ever truncated here: the command may have
+// started meanwhile (after waitPrepared gave up).
+func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) (clean bool) {
+	clean = true
 	for i, s := range []Stream{Stdout, Stderr} {
 		dst := next.stream(s)
-		if prev != nil && prevSizes[i] == 0 {
-			src := prev.stream(s)
-			if emptyAndUnused(src) {
-				err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
-				if err == nil || errors.Is(err, unix.EEXIST) {
-					continue
-				}
+		if prev != nil && prevSizes[i] == 0 && emptyAndUnused(prev.stream(s)) {
+			if unix.Renameat2(unix.AT_FDCWD, prev.stream(s), unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE) == nil {
+				continue
 			}
 		}
-		if fd, err := openRaw(dst, unix.O_WRONLY|unix.O_CREAT); err == nil {
+		clean = makeEmpty(dst) && clean
+	}
+	return clean
+}
+
+// makeEmpty creates path, or finds it empty.
+func makeEmpty(path string) bool {
+	fd, err := openRaw(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
+	if err == unix.EEXIST {
+		fd, err = openRaw(path, unix.O_WRONLY)
+		if err == nil {
 			var st unix.Stat_t
-			if unix.Fstat(fd, &st) == nil && st.Size > 0 && leased(fd) {
-				_ = unix.Ftruncate(fd, 0)
-				unlease(fd)
+			err = unix.Fstat(fd, &st)
+			if err == nil && st.Size != 0 {
+				err = unix.ENOTEMPTY
 			}
 			unix.Close(fd)
 		}
+		return err == nil
 	}
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err == nil
 }
 
 // openRaw opens path without an *os.File: these files are only created or

@@ -226,9 +226,10 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 		return nil, fmt.Errorf("session %s: %w (command %s)", s.id, ErrBusy, s.cur.id)
 	}
 	id := internalID
+	clean := false // internal commands reuse their files: truncate them
 	if !internal {
 		id = strconv.FormatUint(s.nextID, 10)
-		s.waitPrepared(s.nextID)
+		clean = s.waitPrepared(s.nextID)
 	}
 	f := filesFor(s.dir, id)
 	text := req.Command
@@ -251,7 +252,7 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 		}
 		stdin = f.stdin
 	}
-	line, err := wrapperLine(f, stdin, s.exits.path, id, text, internal)
+	line, err := wrapperLine(f, stdin, s.exits.path, id, text, !clean)
 	if err != nil {
 		tty.close()
 		return nil, fmt.Errorf("exec: %w", err)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,12 +316,12 @@ func TestEmptyAndUnused(t *testing.T) {
 	}
 }
 
-// The shell opens a command's output files without truncating them, so
-// preparing them never leaves bytes in them that the command did not
-// write: an earlier command's file that a background job wrote to after
-// its result was taken is not recycled, and a file left by an earlier life
-// is emptied, unless a process has it open (the command started: nothing
-// it wrote is cut).
+// The shell opens a command's output files without truncating them only
+// when their preparation knows them empty: an earlier command's file that
+// a background job wrote to after its result was taken is not recycled,
+// and a file left by an earlier life, or one some process holds, is left
+// as it is and reported not clean (the shell then truncates it). A
+// command's output never starts with bytes it did not write.
 func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "c"), 0o755); err != nil {
@@ -332,10 +333,10 @@ func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(next.stderr, []byte("old life\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// Sizes taken before the late write: the files are not recycled.
+	if !prepareOutputs(&prev, [2]int64{0, 0}, next) {
+		t.Fatal("fresh files reported not clean")
 	}
-	prepareOutputs(&prev, [2]int64{0, 0}, next) // sizes taken before the late write
 	for _, p := range []string{next.stdout, next.stderr} {
 		if b, err := os.ReadFile(p); err != nil || len(b) != 0 {
 			t.Fatalf("%s: exp an empty file, got %q %v", p, b, err)
@@ -344,10 +345,20 @@ func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 	if b, _ := os.ReadFile(prev.stdout); string(b) != "late\n" {
 		t.Fatalf("the late output of the earlier command is gone: %q", b)
 	}
-
-	// A file some process holds is left as it is.
-	held := filesFor(dir, "4")
-	if err := os.WriteFile(held.stdout, []byte("written by the command\n"), 0o644); err != nil {
+	// A leftover with bytes in it: left alone, not clean.
+	left := filesFor(dir, "4")
+	if err := os.WriteFile(left.stderr, []byte("old life\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if prepareOutputs(nil, [2]int64{}, left) {
+		t.Fatal("a file with bytes in it reported clean")
+	}
+	if b, _ := os.ReadFile(left.stderr); string(b) != "old life\n" {
+		t.Fatalf("preparing changed an existing file: %q", b)
+	}
+	// An empty recycled file some process holds is not recycled.
+	held := filesFor(dir, "5")
+	if err := os.WriteFile(held.stdout, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", "-c", "exec 3<>"+held.stdout+"; sleep 5")
@@ -356,9 +367,29 @@ func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !leasable(held.stdout) })
-	prepareOutputs(nil, [2]int64{}, held)
-	if b, _ := os.ReadFile(held.stdout); string(b) != "written by the command\n" {
-		t.Fatalf("a held output file was changed: %q", b)
+	after := filesFor(dir, "7")
+	prepareOutputs(&held, [2]int64{0, 0}, after)
+	if _, err := os.Stat(held.stdout); err != nil {
+		t.Fatalf("a held file was recycled: %v", err)
+	}
+
+	// Through a session: leftovers at the files of its next commands.
+	m := newManager(t)
+	s := mustCreate(t, m, CreateRequest{ID: "stale"})
+	run(t, s, "true")
+	for id := 4; id <= 7; id++ { // 2 and 3 are prepared already
+		f := filesFor(s.dir, fmt.Sprint(id))
+		for _, p := range []string{f.stdout, f.stderr} {
+			if err := os.WriteFile(p, []byte("stale bytes of an earlier life\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < 6; i++ {
+		res := run(t, s, "echo hi; echo err >&2")
+		if string(res.Stdout.Data) != "hi\n" || string(res.Stderr.Data) != "err\n" {
+			t.Fatalf("command %s: stdout %q stderr %q", res.CommandID, res.Stdout.Data, res.Stderr.Data)
+		}
 	}
 }
 

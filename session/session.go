@@ -44,8 +44,8 @@ type Session struct {
 	nextID     uint64
 	cur        *command
 	exits      *exitsLog
-	prepared   map[uint64]chan struct{} // command -> closed when its output files exist
-	lastStatus int                      // the user's last exit status, restored as $? before each command
+	prepared   map[uint64]*prepJob // command -> the making of its output files
+	lastStatus int                 // the user's last exit status, restored as $? before each command
 	endErr     *EndedError
 	ready      chan readyMsg
 	detached   bool
@@ -689,6 +689,12 @@ func (s *Session) pruned(id string) *cmdFiles {
 	return &f
 }
 
+// prepJob is the making of a command's output files.
+type prepJob struct {
+	done  chan struct{} // closed when it is over
+	clean bool          // both files are known to be empty (set before done)
+}
+
 // prepareAhead makes command n's output files in the background (two
 // commands ahead of the one that just finished, so the work overlaps the
 // next command instead of delaying it), recycling prev's where they stayed
@@ -696,35 +702,37 @@ func (s *Session) pruned(id string) *cmdFiles {
 // the session is shared); teardown waits for it.
 func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, prune *cmdFiles) {
 	if s.prepared == nil {
-		s.prepared = map[uint64]chan struct{}{}
+		s.prepared = map[uint64]*prepJob{}
 	}
 	if _, ok := s.prepared[n]; ok {
 		return
 	}
-	done := make(chan struct{})
-	s.prepared[n] = done
+	job := &prepJob{done: make(chan struct{})}
+	s.prepared[n] = job
 	next := s.files(n)
 	go func() {
-		defer close(done)
-		prepareOutputs(prev, prevSizes, next)
+		defer close(job.done)
+		job.clean = prepareOutputs(prev, prevSizes, next)
 		if prune != nil {
 			prune.removeOutput()
 		}
 	}()
 }
 
-// waitPrepared waits (briefly) for command n's output files; if they are
-// late, the shell creates them itself. Called with s.mu held.
-func (s *Session) waitPrepared(n uint64) {
-	done, ok := s.prepared[n]
+// waitPrepared waits (briefly) for command n's output files and reports
+// whether both are known to be empty; if they are late, the shell creates
+// them itself (and truncates them: not clean). Called with s.mu held.
+func (s *Session) waitPrepared(n uint64) (clean bool) {
+	job, ok := s.prepared[n]
 	if !ok {
-		prepareOutputs(nil, [2]int64{}, s.files(n))
-		return
+		return prepareOutputs(nil, [2]int64{}, s.files(n))
 	}
 	delete(s.prepared, n)
 	select {
-	case <-done:
+	case <-job.done:
+		return job.clean
 	case <-time.After(time.Second):
+		return false
 	}
 }
 
@@ -758,8 +766,8 @@ func (s *Session) teardown() {
 	}
 	// Output files being prepared must not appear after the caller removes
 	// the directory.
-	for n, done := range s.prepared {
-		<-done
+	for n, job := range s.prepared {
+		<-job.done
 		delete(s.prepared, n)
 	}
 	s.mu.Unlock()

@@ -1,9 +1,13 @@
 package pollread
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -103,6 +107,9 @@ func TestPollEndsThenWaits(t *testing.T) {
 	ch := readAsync(rd)
 	time.Sleep(10 * time.Millisecond)
 	eventually(t, "still polling after its time", func() bool { return g.busy.Load() == 0 })
+	if g.Polls() != 1 {
+		t.Fatalf("%d polls, want 1", g.Polls())
+	}
 	w.Write([]byte("x"))
 	want(t, ch, "x")
 	g.End()
@@ -140,4 +147,130 @@ func TestOwnDeadlineStillFails(t *testing.T) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read: %v, want a deadline error", err)
 	}
+}
+
+// An Expect made while no Read waits is not lost: the next Read polls.
+func TestExpectBeforeReadPolls(t *testing.T) {
+	r, w := pipe(t)
+	var g Gate
+	rd := New(r, &g)
+	g.Begin()
+	defer g.End()
+	rd.Expect(time.Second)
+	ch := readAsync(rd)
+	eventually(t, "the read does not poll", func() bool { return g.busy.Load() == 1 })
+	w.Write([]byte("z"))
+	want(t, ch, "z")
+	if g.Polls() != 1 {
+		t.Fatalf("%d polls, want 1", g.Polls())
+	}
+}
+
+// Expects that race with reads (one per reply, from other goroutines, as
+// a server answering calls concurrently makes them) never fail a read nor
+// lose or reorder a byte.
+func TestConcurrentExpectsNeverFailARead(t *testing.T) {
+	r, w := pipe(t)
+	var g Gate
+	rd := New(r, &g)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					rd.Expect(50 * time.Microsecond)
+				}
+			}
+		}()
+	}
+	const n = 20000
+	go func() {
+		for i := 0; i < n; i++ {
+			if _, err := fmt.Fprintf(w, "%d\n", i); err != nil {
+				return
+			}
+			if i%100 == 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	br := bufio.NewReader(rd)
+	for i := 0; i < n; i++ {
+		line, err := br.ReadString('\n')
+		if err != nil || line != fmt.Sprintf("%d\n", i) {
+			close(stop)
+			t.Fatalf("line %d: %q, %v", i, line, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if g.Polls() == 0 {
+		t.Fatal("no read polled")
+	}
+}
+
+// A deadline set through the Reader holds across Expect's wake-ups, and
+// fails the read once the poll is over.
+func TestUserDeadlineWithExpect(t *testing.T) {
+	r, _ := pipe(t)
+	var g Gate
+	rd := New(r, &g)
+	if err := rd.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	rd.Expect(5 * time.Millisecond)
+	start := time.Now()
+	_, err := rd.Read(make([]byte, 8))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read: %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("the deadline fired after %s, before it was due", d)
+	}
+}
+
+// Closing the file while a read polls ends both within the poll's time.
+func TestCloseWhilePolling(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	var g Gate
+	rd := New(pr, &g)
+	rd.Expect(200 * time.Millisecond)
+	ch := readAsync(rd)
+	eventually(t, "the read does not poll", func() bool { return g.busy.Load() == 1 })
+	start := time.Now()
+	if err := pr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-ch:
+		if !strings.HasPrefix(got, "error: ") {
+			t.Fatalf("read after close: %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read did not end after close")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("close and read took %s", d)
+	}
+}
+
+// A file in blocking mode is read plainly: Expect does nothing.
+func TestBlockingFileIsReadPlainly(t *testing.T) {
+	r, w := pipe(t)
+	_ = r.Fd() // puts r in blocking mode
+	var g Gate
+	rd := New(r, &g)
+	rd.Expect(time.Second)
+	ch := readAsync(rd)
+	waitsPlainly(t, &g, ch, w, "b")
 }

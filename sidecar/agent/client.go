@@ -344,12 +344,12 @@ func (c *Client) roundTrip(ctx context.Context, conn *mux.Conn, method string, a
 	return err
 }
 
-// open sends the call and reads the head; with o.keep the stream stays
-// open for the body and the caller closes the reply.
 // replyPoll is how long the connection polls for a call's reply (see
 // mux.Conn.ExpectReply): a short command's comes within half a millisecond.
 const replyPoll = 600 * time.Microsecond
 
+// open sends the call and reads the head; with o.keep the stream stays
+// open for the body and the caller closes the reply.
 func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, out any, o callOpts) (*reply, error) {
 	a, err := json.Marshal(args)
 	if err != nil {

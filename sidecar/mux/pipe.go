@@ -43,12 +43,11 @@ func (p *PipeConn) RemoteAddr() net.Addr { return pipeAddr(p.w.Name()) }
 
 // SetDeadline sets both deadlines.
 func (p *PipeConn) SetDeadline(t time.Time) error {
-	return errors.Join(p.r.SetReadDeadline(t), p.w.SetWriteDeadline(t))
+	return errors.Join(p.rd.SetReadDeadline(t), p.w.SetWriteDeadline(t))
 }
 
-// SetReadDeadline sets the read pipe's deadline (Conn.ExpectReply moves it
-// too).
-func (p *PipeConn) SetReadDeadline(t time.Time) error { return p.r.SetReadDeadline(t) }
+// SetReadDeadline sets the read pipe's deadline.
+func (p *PipeConn) SetReadDeadline(t time.Time) error { return p.rd.SetReadDeadline(t) }
 
 // SetWriteDeadline sets the write pipe's deadline.
 func (p *PipeConn) SetWriteDeadline(t time.Time) error { return p.w.SetWriteDeadline(t) }

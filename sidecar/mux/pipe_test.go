@@ -87,33 +87,54 @@ func TestPipePeerThatDoesNotRead(t *testing.T) {
 }
 
 // Calls back to back with both ends polling (the client for each reply,
-// the server for the next call): nothing is lost or reordered, and the
-// polling ends with the calls.
+// the server for the next call), from one caller and from several at once
+// (the server's wake-ups then race with its reads): nothing fails, is lost
+// or reordered, the pipes did poll, and the polling ends with the calls.
 func TestPipesPolling(t *testing.T) {
-	a, b := pipePair(t)
-	c, s := Client(a, Config{}), Server(b, Config{})
-	t.Cleanup(func() { c.Close(); s.Close() })
-	go echoThen(s, func() { s.ExpectNext(time.Millisecond) })
-	ctx := context.Background()
-	for i := 0; i < 500; i++ {
-		h := []byte(fmt.Sprint("call ", i))
-		st, err := c.Open(ctx, h, true)
-		if err != nil {
-			t.Fatal(err)
+	for _, callers := range []int{1, 4} {
+		a, b := pipePair(t)
+		c, s := Client(a, Config{}), Server(b, Config{})
+		t.Cleanup(func() { c.Close(); s.Close() })
+		go echoThen(s, func() { s.ExpectNext(time.Millisecond) })
+		polls := pipeGate.Polls()
+		var wg sync.WaitGroup
+		errs := make(chan string, callers)
+		for k := 0; k < callers; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 300; i++ {
+					h := []byte(fmt.Sprint("caller ", k, " call ", i))
+					st, err := c.Open(context.Background(), h, true)
+					if err != nil {
+						errs <- err.Error()
+						return
+					}
+					end := c.ExpectReply(time.Millisecond)
+					got, err := io.ReadAll(st)
+					end()
+					st.Close()
+					if err != nil || string(got) != "re:"+string(h) {
+						errs <- fmt.Sprintf("%s: %q, %v", h, got, err)
+						return
+					}
+				}
+			}()
 		}
-		end := c.ExpectReply(time.Millisecond)
-		got, err := io.ReadAll(st)
-		end()
-		st.Close()
-		if err != nil || string(got) != "re:"+string(h) {
-			t.Fatalf("call %d: %q, %v", i, got, err)
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Fatalf("%d callers: %s", callers, e)
 		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for polling, n := pipeGate.State(); polling || n != 0; polling, n = pipeGate.State() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pipes still poll after the calls (polling %v, awaited %d)", polling, n)
+		if pipeGate.Polls() == polls {
+			t.Fatalf("%d callers: no read polled", callers)
 		}
-		time.Sleep(time.Millisecond)
+		deadline := time.Now().Add(5 * time.Second)
+		for polling, n := pipeGate.State(); polling || n != 0; polling, n = pipeGate.State() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pipes still poll after the calls (polling %v, awaited %d)", polling, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
