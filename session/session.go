@@ -707,6 +707,15 @@ func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, pru
 	if _, ok := s.prepared[n]; ok {
 		return
 	}
+	for k, j := range s.prepared { // jobs a command stopped waiting for, now over
+		select {
+		case <-j.done:
+			if k < n-1 {
+				delete(s.prepared, k)
+			}
+		default:
+		}
+	}
 	job := &prepJob{done: make(chan struct{})}
 	s.prepared[n] = job
 	next := s.files(n)
@@ -727,12 +736,12 @@ func (s *Session) waitPrepared(n uint64) (clean bool) {
 	if !ok {
 		return prepareOutputs(nil, [2]int64{}, s.files(n))
 	}
-	delete(s.prepared, n)
 	select {
 	case <-job.done:
+		delete(s.prepared, n)
 		return job.clean
 	case <-time.After(time.Second):
-		return false
+		return false // the job stays listed: teardown waits for it
 	}
 }
 

@@ -179,10 +179,8 @@ func (r *Reader) poll(p []byte, until int64) (n int, err error, ok bool) {
 		}
 	})
 	switch {
-	case cerr != nil:
-		return 0, cerr, true
-	case !ok:
-		return 0, nil, false
+	case cerr != nil || !ok:
+		return 0, nil, false // closed (the plain read says so) or nothing came
 	case rerr != nil:
 		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}, true
 	case n == 0 && len(p) > 0:
