@@ -78,23 +78,18 @@ func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) (clean bo
 
 // makeEmpty creates path, or finds it empty.
 func makeEmpty(path string) bool {
-	fd, err := openRaw(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
-	if err == unix.EEXIST {
-		fd, err = openRaw(path, unix.O_WRONLY)
-		if err == nil {
-			var st unix.Stat_t
-			err = unix.Fstat(fd, &st)
-			if err == nil && st.Size != 0 {
-				err = unix.ENOTEMPTY
-			}
-			unix.Close(fd)
-		}
-		return err == nil
+	fd, err := openRaw(path, unix.O_WRONLY|unix.O_CREAT)
+	if err != nil {
+		return false
 	}
-	if err == nil {
-		unix.Close(fd)
-	}
-	return err == nil
+	defer unix.Close(fd)
+	return isEmpty(fd)
+}
+
+// isEmpty reports whether fd's file has no bytes.
+func isEmpty(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Size == 0
 }
 
 // openRaw opens path without an *os.File: these files are only created or
@@ -117,10 +112,7 @@ func openRaw(path string, flags int) (int, error) {
 // to it. A background job of a command that wrote to the command's output
 // after its result was taken, and exited, leaves a non-empty file.
 func emptyAndUnused(path string) bool {
-	return underLease(path, func(fd int) bool {
-		var st unix.Stat_t
-		return unix.Fstat(fd, &st) == nil && st.Size == 0
-	})
+	return underLease(path, isEmpty)
 }
 
 // underLease calls fn with path open and a write lease on it, and reports

@@ -85,8 +85,9 @@ const readyFormat = `\builtin printf 'ready %%s %%s %%s %%s %%s\n' %d "$PPID" "$
 //	                    truncating even an empty file is an inode update
 //	                    in the filesystem's journal, a tenth of the shell's
 //	                    time for a short command (noclobber does not apply
-//	                    to <>). Internal commands reuse their files and
-//	                    truncate them: 1>|OUT 2>|ERR (>| beats noclobber).
+//	                    to <>). Files not known empty, and internal
+//	                    commands' (reused), are truncated instead:
+//	                    1>|OUT 2>|ERR (>| beats noclobber).
 //	251>&-              the command and its children never hold the status
 //	                    FIFO, so a background child cannot delay anything.
 //	PIPESTATUS[0]       the status before "!" inverted it, appended durably
@@ -229,8 +230,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// The output redirections of wrapperFormat: a command's own files, made
-// empty beforehand, are not truncated; an internal command's are.
+// The output redirections of wrapperFormat: files known to be empty
+// (prepareOutputs) are not truncated; others, and an internal command's,
+// are.
 const (
 	outNoTrunc = "<>"
 	outTrunc   = ">|"

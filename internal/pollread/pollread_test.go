@@ -134,21 +134,6 @@ func TestGateBusyDoesNotPoll(t *testing.T) {
 	waitsPlainly(t, &g, readAsync(rd), w, "y")
 }
 
-// A deadline of the reader's own still fails the read (Expect's wake-up
-// is told apart from it).
-func TestOwnDeadlineStillFails(t *testing.T) {
-	r, _ := pipe(t)
-	var g Gate
-	rd := New(r, &g)
-	if err := r.SetReadDeadline(time.Now().Add(10 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := rd.Read(make([]byte, 8))
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read: %v, want a deadline error", err)
-	}
-}
-
 // An Expect made while no Read waits is not lost: the next Read polls.
 func TestExpectBeforeReadPolls(t *testing.T) {
 	r, w := pipe(t)
@@ -215,23 +200,25 @@ func TestConcurrentExpectsNeverFailARead(t *testing.T) {
 	}
 }
 
-// A deadline set through the Reader holds across Expect's wake-ups, and
-// fails the read once the poll is over.
-func TestUserDeadlineWithExpect(t *testing.T) {
-	r, _ := pipe(t)
-	var g Gate
-	rd := New(r, &g)
-	if err := rd.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	rd.Expect(5 * time.Millisecond)
-	start := time.Now()
-	_, err := rd.Read(make([]byte, 8))
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read: %v, want a deadline error", err)
-	}
-	if d := time.Since(start); d < 40*time.Millisecond {
-		t.Fatalf("the deadline fired after %s, before it was due", d)
+// A deadline set through the Reader fails the read when it is due, with
+// or without Expect's wake-ups (told apart from it), once any poll is over.
+func TestUserDeadline(t *testing.T) {
+	for _, expect := range []time.Duration{0, 5 * time.Millisecond} {
+		r, _ := pipe(t)
+		var g Gate
+		rd := New(r, &g)
+		if err := rd.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		rd.Expect(expect)
+		start := time.Now()
+		_, err := rd.Read(make([]byte, 8))
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Expect(%s): read: %v, want a deadline error", expect, err)
+		}
+		if d := time.Since(start); d < 40*time.Millisecond {
+			t.Fatalf("Expect(%s): the deadline fired after %s, before it was due", expect, d)
+		}
 	}
 }
 
