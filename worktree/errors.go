@@ -18,11 +18,17 @@ var (
 	// refused before git saw it. The error is a *NameError naming the rule
 	// that failed.
 	ErrInvalidName = errors.New("worktree: invalid name")
-	// ErrConflict: a merge or apply would conflict, the workspace moved
-	// since the commit a merge was pinned to, or the branch to delete is
-	// checked out. Nothing was changed. A *FilesError lists conflicting
+	// ErrConflict: a merge or apply would conflict, or the branch to delete
+	// is checked out. Nothing was changed. A *FilesError lists conflicting
 	// files.
 	ErrConflict = errors.New("worktree: conflict")
+	// ErrNotOnBranch: Merge was asked for a commit that the workspace's
+	// branch does not have (neither its recorded tip nor an ancestor of it
+	// since the base commit). Nothing was changed.
+	ErrNotOnBranch = errors.New("worktree: not on the workspace's branch")
+	// ErrAmbiguous: an abbreviated commit id matches several commits
+	// (ResolveCommit). The error is an *AmbiguousError listing them.
+	ErrAmbiguous = errors.New("worktree: ambiguous commit id")
 	// ErrDirty: the target working tree has uncommitted changes (or an
 	// unfinished merge, rebase or cherry-pick) that the operation would touch.
 	// Nothing was changed. A *FilesError lists the files.
@@ -120,3 +126,24 @@ func (e *FilesError) Error() string {
 
 // Unwrap returns Kind.
 func (e *FilesError) Unwrap() error { return e.Kind }
+
+// AmbiguousError is an abbreviated commit id that several commits of the
+// repository start with. It unwraps to ErrAmbiguous.
+type AmbiguousError struct {
+	Prefix  string   // the id as given
+	Commits []string // the commits it matches, sorted
+}
+
+func (e *AmbiguousError) Error() string {
+	const show = 5
+	cs := e.Commits
+	more := ""
+	if len(cs) > show {
+		more = fmt.Sprintf(" and %d more", len(cs)-show)
+		cs = cs[:show]
+	}
+	return fmt.Sprintf("commit id %s is ambiguous: %d commits start with it (%s%s); give more of it", e.Prefix, len(e.Commits), strings.Join(cs, ", "), more)
+}
+
+// Unwrap returns ErrAmbiguous.
+func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }

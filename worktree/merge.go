@@ -15,8 +15,10 @@ import (
 // work is never included) into a local branch of the user's repository,
 // by default the branch the workspace was created from (ErrNoTarget if it
 // was created from a detached HEAD, a tag or a commit). With
-// MergeRequest.Commit set, it merges only if the recorded tip is that
-// commit (what the user reviewed), else ErrConflict.
+// MergeRequest.Commit set, it merges exactly that commit (what the user
+// reviewed), which must be the recorded tip or one of its ancestors since
+// the base commit, else ErrNotOnBranch: commits the workspace recorded
+// after it are left out.
 //
 // The merge is computed without touching any working tree (git merge-tree
 // --write-tree); a conflict fails with ErrConflict and leaves the
@@ -60,8 +62,12 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 	if ws.Head == "" {
 		return MergeResult{}, fmt.Errorf("%w: branch %s has been deleted", ErrNotFound, ws.Branch)
 	}
+	head := ws.Head
 	if req.Commit != "" && req.Commit != ws.Head {
-		return MergeResult{}, fmt.Errorf("%w: the workspace moved since %s: its branch is at %s now; review again", ErrConflict, req.Commit, ws.Head)
+		if err := r.checkOnBranch(ctx, ws, req.Commit); err != nil {
+			return MergeResult{}, err
+		}
+		head = req.Commit
 	}
 	if into == "" {
 		if !strings.HasPrefix(ws.BaseRef, "refs/heads/") {
@@ -80,9 +86,8 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("target branch %s: %w", into, err)
 	}
-	res := MergeResult{Into: into, Previous: old, Commit: old}
+	res := MergeResult{Into: into, Previous: old, Commit: old, Merged: head}
 
-	head := ws.Head
 	if head == ws.BaseCommit || ws.Legacy && head == ws.Anchor {
 		res.UpToDate = true // the agent has recorded no commit: nothing to merge
 		return res, nil
@@ -131,9 +136,37 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 	if res.FastForward {
 		how = "fast-forward"
 	}
-	r.logEvent(ctx, ws, Event{Kind: EventMerged, Message: fmt.Sprintf("into %s at %s (%s)", into, newTip, how)})
-	r.logger.Info("workspace merged", "workspace", ws.Name, "into", into, "commit", newTip, "fast_forward", res.FastForward)
+	msg := fmt.Sprintf("into %s at %s (%s)", into, newTip, how)
+	if head != ws.Head {
+		msg += " of commit " + head
+	}
+	r.logEvent(ctx, ws, Event{Kind: EventMerged, Message: msg})
+	r.logger.Info("workspace merged", "workspace", ws.Name, "into", into, "merged", head, "commit", newTip, "fast_forward", res.FastForward)
 	return res, nil
+}
+
+// checkOnBranch refuses, with ErrNotOnBranch, a commit that is not on the
+// workspace's branch as recorded: an ancestor of its tip that descends
+// from its base commit (or is it).
+func (r *Repo) checkOnBranch(ctx context.Context, ws Workspace, commit string) error {
+	notOn := fmt.Errorf("%w: commit %s is not on %s (at %s since %s)", ErrNotOnBranch, commit, ws.Branch, ws.Head, ws.BaseCommit)
+	types, err := r.objectTypes(ctx, nil, []string{commit})
+	if err != nil {
+		return err
+	}
+	if types[commit] != "commit" {
+		return notOn
+	}
+	for _, pair := range [][2]string{{commit, ws.Head}, {ws.BaseCommit, commit}} {
+		ok, err := r.isAncestor(ctx, nil, pair[0], pair[1])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notOn
+		}
+	}
+	return nil
 }
 
 // mergeTree merges two commits in the object database only. It returns the

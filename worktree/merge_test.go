@@ -29,7 +29,7 @@ func TestMergeFastForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := MergeResult{Into: "refs/heads/main", Previous: old, Commit: tip, FastForward: true}
+	exp := MergeResult{Into: "refs/heads/main", Previous: old, Commit: tip, Merged: tip, FastForward: true}
 	if !reflect.DeepEqual(exp, res) {
 		t.Fatalf("exp %+v, got %+v", exp, res)
 	}
@@ -276,8 +276,9 @@ func TestMergeNothingToMerge(t *testing.T) {
 	}
 }
 
-// What the user reviewed is what is merged: a merge pinned to a commit
-// refuses once the workspace has recorded another.
+// What the user reviewed is what is merged: a merge of the reviewed commit
+// takes exactly it, not what the workspace recorded after; a commit that
+// is not on the workspace's branch is refused, changing nothing.
 func TestMergePinnedCommit(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
@@ -289,17 +290,31 @@ func TestMergePinnedCommit(t *testing.T) {
 	reviewed := diffOf(t, r, ws, in).Commit
 	// The agent carries on after the review.
 	later := agentCommit(t, r, ws, in, map[string]string{"sneaky.txt": "not reviewed\n"})
+	// Not on the branch: a commit of the user's that nothing references,
+	// the base's parent; a blob; an object that is not there.
+	userCommit := gitT(t, repo, "commit-tree", "-p", ws.BaseCommit, "-m", "user's", ws.BaseCommit+"^{tree}")
+	blob := gitT(t, repo, "rev-parse", ws.BaseCommit+":src/a.txt")
 	before := snapshotUser(t, repo)
-
-	_, err := r.Merge(ctx, "pinned", MergeRequest{Commit: reviewed})
-	wantErr(t, err, ErrConflict)
-	if !strings.Contains(err.Error(), "moved since") {
-		t.Fatalf("exp the error to say the workspace moved, got %v", err)
+	for _, c := range []string{userCommit, gitT(t, repo, "rev-parse", ws.BaseCommit+"^"), blob, strings.Repeat("0", len(blob))} {
+		_, err := r.Merge(ctx, "pinned", MergeRequest{Commit: c})
+		wantErr(t, err, ErrNotOnBranch)
 	}
 	wantSameUser(t, before, snapshotUser(t, repo))
-	_, err = r.Merge(ctx, "pinned", MergeRequest{Commit: "HEAD"})
+	_, err := r.Merge(ctx, "pinned", MergeRequest{Commit: "HEAD"})
 	wantErr(t, err, ErrInvalidName)
-	if res, err := r.Merge(ctx, "pinned", MergeRequest{Commit: later}); err != nil || res.Commit != later {
-		t.Fatalf("exp the reviewed tip merged, got %+v, %v", res, err)
+
+	res, err := r.Merge(ctx, "pinned", MergeRequest{Commit: reviewed})
+	if err != nil || res.Commit != reviewed || res.Merged != reviewed || !res.FastForward {
+		t.Fatalf("exp a fast-forward to the reviewed commit, got %+v, %v", res, err)
+	}
+	if got := gitT(t, repo, "ls-tree", "--name-only", "main", "sneaky.txt"); got != "" {
+		t.Fatalf("exp sneaky.txt left out, got %q", got)
+	}
+	// The base commit itself is on the branch: nothing to merge.
+	if res, err := r.Merge(ctx, "pinned", MergeRequest{Commit: ws.BaseCommit}); err != nil || !res.UpToDate {
+		t.Fatalf("exp the base commit up to date, got %+v, %v", res, err)
+	}
+	if res, err := r.Merge(ctx, "pinned", MergeRequest{Commit: later}); err != nil || res.Commit != later || res.Merged != later {
+		t.Fatalf("exp the later tip merged, got %+v, %v", res, err)
 	}
 }

@@ -205,7 +205,7 @@ type DiffRequest struct {
 // Diff is a workspace's change against its base.
 type Diff struct {
 	Base           string     `json:"base"`            // the commit diffed against: the base commit, or the merge base with the base ref once they share later history
-	Commit         string     `json:"commit"`          // the Head the diff is of: what Merge merges once recorded (pin it in MergeRequest.Commit)
+	Commit         string     `json:"commit"`          // the Head the diff is of: once recorded, MergeRequest.Commit merges exactly it
 	Tree           string     `json:"tree"`            // tree of the Snapshot diffed
 	Text           string     `json:"text"`            // unified diff, "a/" and "b/" prefixes, renames detected; binary files as "Binary files ... differ"
 	Truncated      bool       `json:"truncated"`       // Text stopped at MaxText
@@ -219,8 +219,12 @@ type MergeRequest struct {
 	// Into is the local branch to merge into ("main" or "refs/heads/main");
 	// empty means the branch the workspace was created from.
 	Into string
-	// Commit, if set, is the branch tip the caller reviewed (Diff.Commit):
-	// if the recorded tip is another commit, Merge fails with ErrConflict.
+	// Commit, if set, is the commit to merge (a full object id; see
+	// ResolveCommit for abbreviated ones): the branch's recorded tip or an
+	// ancestor of it that descends from the base commit, so that exactly
+	// what the caller reviewed (Diff.Commit) is merged, and nothing the
+	// workspace recorded since. Another commit is ErrNotOnBranch. Empty
+	// means the recorded tip.
 	Commit string
 	// Message of the merge commit, if one is made; empty means
 	// "Merge patina workspace '<name>' into <branch>".
@@ -234,6 +238,7 @@ type MergeResult struct {
 	Into        string `json:"into"`     // full ref merged into
 	Previous    string `json:"previous"` // its tip before
 	Commit      string `json:"commit"`   // its tip after (== Previous when UpToDate)
+	Merged      string `json:"merged"`   // the workspace's commit merged: MergeRequest.Commit, else the recorded tip
 	FastForward bool   `json:"fast_forward"`
 	UpToDate    bool   `json:"up_to_date"` // nothing to merge: no commits beyond the base, or all already in Into
 }
