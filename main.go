@@ -296,10 +296,12 @@ func (w *PatinaWorkspace) Commit(
 	return call(ctx, w, wsglue.CommitRequest{Workspace: w.Name, Message: message}, wsglue.Commit)
 }
 
-// Merge merges the workspace's branch into a branch of the repository on
-// the sidecar's machine and prints how (fast-forward, merge commit, up to
-// date). Only committed changes are merged: commit first. A conflict fails
-// and leaves both branches as they were.
+// Merge merges exactly the commit the last diff showed into a branch of the
+// repository on the sidecar's machine and prints which and how
+// (fast-forward, merge commit, up to date). It fails, changing nothing,
+// when nothing was diffed, when the workspace changed since the diff (diff
+// again), when the diff held uncommitted work (commit first), or on a
+// conflict.
 // +cache="never"
 func (w *PatinaWorkspace) Merge(
 	ctx context.Context,

@@ -59,7 +59,8 @@ func status(err error) (int, string) {
 	case errors.Is(err, workspace.ErrExists), errors.Is(err, session.ErrExists),
 		errors.Is(err, worktree.ErrExists), errors.Is(err, worktree.ErrConflict),
 		errors.Is(err, worktree.ErrDirty), errors.Is(err, worktree.ErrNoTarget),
-		errors.Is(err, agent.ErrConflict), errors.Is(err, os.ErrExist):
+		errors.Is(err, agent.ErrConflict), errors.Is(err, os.ErrExist),
+		errors.Is(err, workspace.ErrUnreviewed):
 		return http.StatusConflict, client.CodeConflict
 	case errors.Is(err, worktree.ErrRejected):
 		return http.StatusUnprocessableEntity, client.CodeRejected

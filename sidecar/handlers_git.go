@@ -45,7 +45,7 @@ func (s *Service) handleCommit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, client.CommitResult{Commit: res.Commit, Committed: res.Committed})
+	writeJSON(w, http.StatusOK, client.CommitResult{Commit: res.Commit, Committed: res.Committed, Reviewed: res.Reviewed})
 }
 
 func (s *Service) handleMerge(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +63,7 @@ func (s *Service) handleMerge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, client.MergeResult{
-		Into: res.Into, Previous: res.Previous, Commit: res.Commit,
+		Into: res.Into, Previous: res.Previous, Commit: res.Commit, Merged: res.Merged,
 		FastForward: res.FastForward, UpToDate: res.UpToDate, Uncommitted: res.Uncommitted,
 	})
 }

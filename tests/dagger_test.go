@@ -736,6 +736,7 @@ func TestDaggerWorkspace(t *testing.T) {
 	expIn(t, "commit", w.mustCall(t, w.ws(name, "commit", "--message", "Fix the flaky test")...), "committed ")
 	expIn(t, "merge", w.mustCall(t, w.ws(name, "merge")...), "fast-forwarded main")
 	w.mustCall(t, w.ws("from-release", "exec", "--cmd", "echo rel > rel.txt")...)
+	w.mustCall(t, w.ws("from-release", "diff")...) // merge takes what the diff showed
 	w.mustCall(t, w.ws("from-release", "commit", "--message", "release fix")...)
 	expIn(t, "merge --into", w.mustCall(t, w.ws("from-release", "merge", "--into", "release-1.2")...), "release-1.2")
 	if got := gitIn(t, repo, "show", "release-1.2:rel.txt"); got != "rel\n" {

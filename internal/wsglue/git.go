@@ -91,8 +91,10 @@ func (r MergeRequest) Validate() error {
 	return nil
 }
 
-// Merge merges the workspace's branch into a branch of the repository and
-// says how; a last line notes uncommitted changes, which are not merged.
+// Merge merges what the last Diff showed (the sidecar remembers it) into a
+// branch of the repository and says which commit and how; a last line
+// notes uncommitted changes, which are not merged. The sidecar refuses
+// when nothing was diffed, or the workspace changed since the diff.
 func Merge(ctx context.Context, c API, req MergeRequest) (string, error) {
 	if err := req.Validate(); err != nil {
 		return "", err
@@ -105,11 +107,11 @@ func Merge(ctx context.Context, c API, req MergeRequest) (string, error) {
 	into := branch(r.Into)
 	switch {
 	case r.UpToDate:
-		out = fmt.Sprintf("%s is already up to date\n", into)
+		out = fmt.Sprintf("%s already has %s: up to date\n", into, short(r.Merged))
 	case r.FastForward:
-		out = fmt.Sprintf("fast-forwarded %s: %s..%s\n", into, short(r.Previous), short(r.Commit))
+		out = fmt.Sprintf("merged %s: fast-forwarded %s: %s..%s\n", short(r.Merged), into, short(r.Previous), short(r.Commit))
 	default:
-		out = fmt.Sprintf("merged into %s: %s (was %s)\n", into, short(r.Commit), short(r.Previous))
+		out = fmt.Sprintf("merged %s into %s: %s (was %s)\n", short(r.Merged), into, short(r.Commit), short(r.Previous))
 	}
 	if r.Uncommitted {
 		out += "note: the workspace has uncommitted changes, which were not merged (commit them first)\n"

@@ -31,6 +31,8 @@ func TestMergeDiverged(t *testing.T) {
 		t.Errorf("Create: exp base release, got:\n%s", out)
 	}
 	must(t, "Exec")(Exec(testContext(t), c, ExecRequest{Workspace: "side", Command: "echo A > a.txt"}))
+	// Reviewed, then committed: the commit records what the diff showed.
+	must(t, "Diff")(Diff(testContext(t), c, DiffRequest{Workspace: "side"}))
 	must(t, "Commit")(Commit(testContext(t), c, CommitRequest{Workspace: "side", Message: "change a"}))
 
 	// release moves on meanwhile.
@@ -43,7 +45,7 @@ func TestMergeDiverged(t *testing.T) {
 	before := git("rev-parse", "release")
 
 	out = must(t, "Merge")(Merge(testContext(t), c, MergeRequest{Workspace: "side"}))
-	if !strings.HasPrefix(out, "merged into release: ") || !strings.Contains(out, "(was "+before[:12]+")") {
+	if !strings.HasPrefix(out, "merged ") || !strings.Contains(out, " into release: ") || !strings.Contains(out, "(was "+before[:12]+")") {
 		t.Errorf("Merge: exp a merge into release (was %s), got %q", before[:12], out)
 	}
 	if got := git("show", "release:a.txt") + git("show", "release:b.txt"); got != "AB" {

@@ -275,8 +275,10 @@ type FileInfo struct {
 type Diff struct {
 	Base string `json:"base"`
 	// Commit is the workspace's HEAD the diff shows (its commits), plus
-	// uncommitted work when Uncommitted: pass it to merge as "commit" to
-	// merge exactly what you reviewed.
+	// uncommitted work when Uncommitted. The sidecar remembers it: a merge
+	// that names no commit merges exactly it, and refuses once the
+	// workspace moved on (look again), or while the diff held uncommitted
+	// work (commit it first). Merge's "commit" names it explicitly.
 	Commit string     `json:"commit,omitempty"`
 	Text   string     `json:"text"`
 	Files  []FileStat `json:"files"`
@@ -285,7 +287,8 @@ type Diff struct {
 	Truncated      bool `json:"truncated,omitempty"`
 	FilesTruncated bool `json:"files_truncated,omitempty"`
 	// Uncommitted says part of the diff is work not committed in the
-	// workspace, which merge leaves out (commit it first).
+	// workspace, which merge does not record: commit it first (the commit
+	// keeps the review when it records exactly what was shown).
 	Uncommitted bool `json:"uncommitted,omitempty"`
 }
 
@@ -313,6 +316,10 @@ type CommitResult struct {
 	Commit string `json:"commit"`
 	// Committed is false when there was nothing to commit.
 	Committed bool `json:"committed"`
+	// Reviewed says Commit records exactly what the last diff showed (the
+	// same files, on the commit it showed): a merge that names no commit
+	// takes it. False: look at the diff before merging.
+	Reviewed bool `json:"reviewed"`
 }
 
 // MergeRequest is the body of POST .../merge.
@@ -320,16 +327,22 @@ type MergeRequest struct {
 	// Into is the target branch (default: the branch the workspace was
 	// created from).
 	Into string `json:"into,omitempty"`
-	// Commit, if set, is the commit you reviewed (Diff's commit): the merge
-	// is refused (409 conflict) if the workspace moved on since.
+	// Commit is the commit to merge, whole or abbreviated (at least 4 hex
+	// digits; what diff or commit named): exactly it is merged, and it must
+	// be on the workspace's branch (400 invalid otherwise, and for an id
+	// that names no commit or several). Empty: the commit the last diff
+	// showed (409 conflict when nothing was reviewed, the workspace moved
+	// on since, or the diff held uncommitted work).
 	Commit string `json:"commit,omitempty"`
 }
 
 // MergeResult says what Merge did.
 type MergeResult struct {
-	Into        string `json:"into"`
-	Previous    string `json:"previous"`
-	Commit      string `json:"commit"`
+	Into     string `json:"into"`
+	Previous string `json:"previous"`
+	Commit   string `json:"commit"`
+	// Merged is the workspace's commit that was merged.
+	Merged      string `json:"merged"`
 	FastForward bool   `json:"fast_forward"`
 	UpToDate    bool   `json:"up_to_date"`
 	// Uncommitted says the workspace had uncommitted changes, which were

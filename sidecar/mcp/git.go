@@ -17,7 +17,8 @@ func (s *server) addGitTools(ms *mcp.Server) {
 		Name:  "diff",
 		Title: "Show a workspace's changes",
 		Description: "Show what a repository workspace changed against the commit it started from: committed, uncommitted and new files. " +
-			"Lists every changed file with lines added and deleted, then the unified diff (cut when long).",
+			"Lists every changed file with lines added and deleted, then the unified diff (cut when long), and names the commit it shows: " +
+			"merge merges exactly what the last diff showed.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.diff)
 	addTool(s, ms, &mcp.Tool{
@@ -30,8 +31,11 @@ func (s *server) addGitTools(ms *mcp.Server) {
 	addTool(s, ms, &mcp.Tool{
 		Name:  "merge",
 		Title: "Merge a workspace's branch",
-		Description: "Merge a repository workspace's branch (its commits: commit first, uncommitted changes are not merged) into a branch of the user's repository, " +
-			"by default the branch the workspace was created from. Fast-forwards when it can. Fails, changing nothing, on a conflict.",
+		Description: "Merge exactly one commit of a repository workspace into a branch of the user's repository, " +
+			"by default the branch the workspace was created from: the commit named in commit, else the one the last diff showed. " +
+			"Without commit it refuses when nothing was diffed yet, when the workspace changed since the diff (call diff again), " +
+			"or when the diff held uncommitted changes (call commit first: a commit of exactly what the diff showed keeps it mergeable). " +
+			"Fast-forwards when it can. Fails, changing nothing, on a conflict.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, s.merge)
 	addTool(s, ms, &mcp.Tool{
@@ -56,12 +60,12 @@ func (s *server) diff(ctx context.Context, in WorkspaceIn) (string, DiffOut, err
 	if err != nil {
 		return "", DiffOut{}, err
 	}
-	out := DiffOut{Base: d.Base, Files: []FileChange{}, Truncated: d.Truncated}
+	out := DiffOut{Base: d.Base, Commit: d.Commit, Uncommitted: d.Uncommitted, Files: []FileChange{}, Truncated: d.Truncated}
 	for _, f := range d.Files {
 		out.Files = append(out.Files, FileChange(f))
 	}
 	if len(d.Files) == 0 && d.Text == "" {
-		return fmt.Sprintf("No changes against %s.", short(d.Base)), out, nil
+		return fmt.Sprintf("No changes against %s (workspace at commit %s).", short(d.Base), short(d.Commit)), out, nil
 	}
 	text := d.Text
 	if len(text) > s.opts.MaxDiffBytes {
@@ -84,6 +88,11 @@ func (s *server) diff(ctx context.Context, in WorkspaceIn) (string, DiffOut, err
 	}
 	if out.Truncated {
 		b.WriteString("[diff cut short: the file list above is complete; read the files themselves with file_read]\n")
+	}
+	if d.Uncommitted {
+		fmt.Fprintf(&b, "This is commit %s plus uncommitted changes: commit them, then merge.\n", short(d.Commit))
+	} else {
+		fmt.Fprintf(&b, "This is commit %s: merge merges exactly it.\n", short(d.Commit))
 	}
 	return strings.TrimSuffix(b.String(), "\n"), out, nil
 }
@@ -123,11 +132,17 @@ func (s *server) commit(ctx context.Context, in CommitIn) (string, CommitOut, er
 	if err != nil {
 		return "", CommitOut{}, err
 	}
-	out := CommitOut{Commit: r.Commit, Committed: r.Committed}
+	out := CommitOut{Commit: r.Commit, Committed: r.Committed, Reviewed: r.Reviewed}
+	text := fmt.Sprintf("Committed %s on the workspace's branch.", short(r.Commit))
 	if !r.Committed {
-		return fmt.Sprintf("Nothing to commit: no changes since the last commit (%s).", short(r.Commit)), out, nil
+		text = fmt.Sprintf("Nothing to commit: no changes since the last commit (%s).", short(r.Commit))
 	}
-	return fmt.Sprintf("Committed %s on the workspace's branch. merge brings it into the user's branch.", short(r.Commit)), out, nil
+	if r.Reviewed {
+		text += " It is what the last diff showed: merge brings it into the user's branch."
+	} else {
+		text += " It is not what the last diff showed (or nothing was diffed yet): call diff to see it before merging."
+	}
+	return text, out, nil
 }
 
 func (s *server) merge(ctx context.Context, in MergeIn) (string, MergeOut, error) {
@@ -138,7 +153,7 @@ func (s *server) merge(ctx context.Context, in MergeIn) (string, MergeOut, error
 	defer cancel()
 	var r client.MergeResult
 	err := s.call(ctx, func(c *client.Client) (err error) {
-		r, err = c.Merge(ctx, in.Workspace, client.MergeRequest{Into: in.Into})
+		r, err = c.Merge(ctx, in.Workspace, client.MergeRequest{Into: in.Into, Commit: in.Commit})
 		return err
 	})
 	if err != nil {
@@ -149,11 +164,11 @@ func (s *server) merge(ctx context.Context, in MergeIn) (string, MergeOut, error
 	var text string
 	switch {
 	case r.UpToDate:
-		text = fmt.Sprintf("Already up to date: %s has all of the workspace's commits.", r.Into)
+		text = fmt.Sprintf("Already up to date: %s has commit %s.", r.Into, short(r.Merged))
 	case r.FastForward:
-		text = fmt.Sprintf("Fast-forwarded %s from %s to %s.", r.Into, short(r.Previous), short(r.Commit))
+		text = fmt.Sprintf("Merged commit %s: fast-forwarded %s from %s to %s.", short(r.Merged), r.Into, short(r.Previous), short(r.Commit))
 	default:
-		text = fmt.Sprintf("Merged into %s: merge commit %s (it was at %s).", r.Into, short(r.Commit), short(r.Previous))
+		text = fmt.Sprintf("Merged commit %s into %s: merge commit %s (it was at %s).", short(r.Merged), r.Into, short(r.Commit), short(r.Previous))
 	}
 	if r.Uncommitted {
 		text += " Note: the workspace has uncommitted changes, which were not merged: commit them, then merge again."

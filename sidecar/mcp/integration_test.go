@@ -314,16 +314,22 @@ func TestMCPToolsAgainstSidecar(t *testing.T) {
 				t.Fatalf("exp %q in the diff:\n%s", part, out)
 			}
 		}
+		if !strings.Contains(out, "plus uncommitted changes: commit them, then merge") {
+			t.Fatalf("exp the diff to say its work is uncommitted:\n%s", out)
+		}
+		// Uncommitted work reviewed: merge asks for a commit first.
+		mustFail(t, cs, "merge", map[string]any{"workspace": "demo"}, "includes uncommitted work", "conflict")
 		res := call(t, cs, "commit", map[string]any{"workspace": "demo", "message": "Print 2"})
-		if r := structured[CommitOut](t, res); res.IsError || !r.Committed || len(r.Commit) < 7 {
+		r := structured[CommitOut](t, res)
+		if res.IsError || !r.Committed || len(r.Commit) < 7 || !r.Reviewed || !strings.Contains(textOf(res), "It is what the last diff showed") {
 			t.Fatalf("commit: %s", textOf(res))
 		}
 		if out := mustOK(t, cs, "commit", map[string]any{"workspace": "demo", "message": "again"}); !strings.Contains(out, "Nothing to commit") {
 			t.Fatalf("empty commit: %s", out)
 		}
-		out = mustOK(t, cs, "merge", map[string]any{"workspace": "demo"})
-		if !strings.Contains(out, "Fast-forwarded main") {
-			t.Fatalf("merge: %s", out)
+		res = call(t, cs, "merge", map[string]any{"workspace": "demo"})
+		if m := structured[MergeOut](t, res); res.IsError || m.Merged != r.Commit || !strings.Contains(textOf(res), "fast-forwarded main") {
+			t.Fatalf("merge: %s", textOf(res))
 		}
 		out = mustOK(t, cs, "log", map[string]any{"workspace": "demo"})
 		for _, part := range []string{"command (exit 0): [default] cd /tmp && export X=1", "commit", "merge"} {

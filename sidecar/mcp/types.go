@@ -225,10 +225,12 @@ type FileChange struct {
 
 // DiffOut is diff's result.
 type DiffOut struct {
-	Base      string       `json:"base" jsonschema:"What the changes are against."`
-	Files     []FileChange `json:"files" jsonschema:"Every changed file."`
-	Diff      string       `json:"diff" jsonschema:"The unified diff (cut when long)."`
-	Truncated bool         `json:"truncated" jsonschema:"The diff text was cut."`
+	Base        string       `json:"base" jsonschema:"What the changes are against."`
+	Commit      string       `json:"commit" jsonschema:"The workspace's commit this diff is of: merge merges exactly it (pass it as merge's commit, or leave commit out to merge what the last diff showed)."`
+	Uncommitted bool         `json:"uncommitted" jsonschema:"Part of the diff is not committed yet: commit it before merging."`
+	Files       []FileChange `json:"files" jsonschema:"Every changed file."`
+	Diff        string       `json:"diff" jsonschema:"The unified diff (cut when long)."`
+	Truncated   bool         `json:"truncated" jsonschema:"The diff text was cut."`
 }
 
 // CommitIn is commit's arguments.
@@ -241,12 +243,14 @@ type CommitIn struct {
 type CommitOut struct {
 	Commit    string `json:"commit" jsonschema:"The branch's head commit after committing."`
 	Committed bool   `json:"committed" jsonschema:"false when there was nothing to commit."`
+	Reviewed  bool   `json:"reviewed" jsonschema:"The commit records exactly what the last diff showed, so merge takes it; false: call diff again before merging."`
 }
 
 // MergeIn is merge's arguments.
 type MergeIn struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace's name or id."`
 	Into      string `json:"into,omitempty" jsonschema:"Branch of the user's repository to merge into (default: the branch the workspace was created from)."`
+	Commit    string `json:"commit,omitempty" jsonschema:"The commit to merge, whole or its first 10 hex digits, as diff or commit named it: exactly it is merged. Default: the commit the last diff showed, refused if the workspace changed since."`
 }
 
 // MergeOut is merge's result.
@@ -254,6 +258,7 @@ type MergeOut struct {
 	Into        string `json:"into" jsonschema:"The branch merged into."`
 	Previous    string `json:"previous" jsonschema:"Its commit before the merge."`
 	Commit      string `json:"commit" jsonschema:"Its commit after the merge."`
+	Merged      string `json:"merged" jsonschema:"The workspace's commit that was merged."`
 	FastForward bool   `json:"fast_forward" jsonschema:"The branch was moved forward, no merge commit."`
 	UpToDate    bool   `json:"up_to_date" jsonschema:"There was nothing to merge."`
 	Uncommitted bool   `json:"uncommitted" jsonschema:"The workspace has uncommitted changes, which were not merged."`

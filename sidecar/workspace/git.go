@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -84,7 +85,8 @@ func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
 
 // Diff shows what the workspace changed against its base: its HEAD's
 // commits plus its uncommitted and untracked work. It writes nothing to
-// the user's repository.
+// the user's repository; the sidecar keeps what it showed, which a merge
+// that names no commit takes (review.go).
 func (m *Manager) Diff(ctx context.Context, idOrName string) (worktree.Diff, error) {
 	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
 	if err != nil {
@@ -94,9 +96,16 @@ func (m *Manager) Diff(ctx context.Context, idOrName string) (worktree.Diff, err
 	if err != nil {
 		return worktree.Diff{}, w.explain(err)
 	}
-	return repo.Diff(ctx, w.id(), worktree.DiffRequest{
+	d, err := repo.Diff(ctx, w.id(), worktree.DiffRequest{
 		Head: st.Head, Snapshot: st.Snapshot, Source: agentSource{c}, MaxText: m.cfg.DiffLimit,
 	})
+	if err != nil {
+		return worktree.Diff{}, err
+	}
+	if err := w.reviewDiff(d); err != nil {
+		return worktree.Diff{}, err
+	}
+	return d, nil
 }
 
 // Commit commits everything uncommitted in the workspace (inside its own
@@ -130,14 +139,21 @@ func (m *Manager) Commit(ctx context.Context, idOrName string, req CommitRequest
 	if _, err := repo.Record(ctx, w.id(), worktree.RecordRequest{Head: res.Commit, Source: agentSource{c}}); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{Commit: res.Commit, Committed: res.Committed}, nil
+	reviewed, err := w.reviewCommit(ctx, repo, res.Commit)
+	if err != nil {
+		m.log.Warn("commit: compare with what was reviewed", "workspace_id", w.id(), "err", err)
+	}
+	return CommitResult{Commit: res.Commit, Committed: res.Committed, Reviewed: reviewed}, nil
 }
 
-// Merge records the workspace's HEAD (commits made inside with git commit
-// included) and merges the branch into req.Into (default: the branch it
-// came from). With req.Commit, it merges only if the recorded head is that
-// commit: what the caller reviewed. Uncommitted work is left out (said in
-// the result).
+// Merge merges exactly one commit of the workspace into req.Into
+// (default: the branch it came from): req.Commit, whole or abbreviated,
+// which must be on the workspace's branch; else the commit last reviewed
+// (review.go), refused while the workspace's HEAD is elsewhere or when
+// what was reviewed held uncommitted work. The workspace's HEAD is
+// recorded first (commits made inside with git commit included), so that
+// a commit a diff showed is in the user's repository. Uncommitted work is
+// never merged (said in the result).
 func (m *Manager) Merge(ctx context.Context, idOrName string, req MergeRequest) (MergeResult, error) {
 	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
 	if err != nil {
@@ -152,16 +168,53 @@ func (m *Manager) Merge(ctx context.Context, idOrName string, req MergeRequest) 
 	if err != nil {
 		return MergeResult{}, w.explain(err)
 	}
+	var commit string
+	if req.Commit == "" {
+		// Refused before anything is recorded.
+		if commit, err = w.reviewedCommit(st.Head); err != nil {
+			return MergeResult{}, err
+		}
+	}
 	if st.Head != "" {
 		if _, err := repo.Record(ctx, w.id(), worktree.RecordRequest{Head: st.Head, Source: agentSource{c}}); err != nil {
 			return MergeResult{}, err
 		}
 	}
-	res, err := repo.Merge(ctx, w.id(), worktree.MergeRequest{Into: req.Into, Commit: req.Commit})
+	if req.Commit != "" {
+		if commit, err = w.resolveCommit(ctx, repo, req.Commit); err != nil {
+			return MergeResult{}, err
+		}
+	}
+	res, err := repo.Merge(ctx, w.id(), worktree.MergeRequest{Into: req.Into, Commit: commit})
+	if errors.Is(err, worktree.ErrNotOnBranch) {
+		name := w.name()
+		err = &reviewError{ErrInvalid, fmt.Sprintf("commit %s is not on workspace %s's branch patina/%s: name one of its commits (patina ws diff %s names its head)",
+			req.Commit, name, name, name)}
+	}
 	if err != nil {
 		return MergeResult{}, err
 	}
 	return MergeResult{MergeResult: res, Uncommitted: st.Dirty}, nil
+}
+
+// resolveCommit expands a commit id a merge request names, in the user's
+// repository; what names no commit, or several, is ErrInvalid.
+func (w *workspace) resolveCommit(ctx context.Context, repo *worktree.Repo, id string) (string, error) {
+	full, err := repo.ResolveCommit(ctx, id)
+	name := w.name()
+	var ae *worktree.AmbiguousError
+	var ne *worktree.NameError
+	switch {
+	case err == nil:
+		return full, nil
+	case errors.As(err, &ae):
+		return "", &reviewError{ErrInvalid, ae.Error()}
+	case errors.As(err, &ne):
+		return "", &reviewError{ErrInvalid, fmt.Sprintf("commit %q is not a commit id: %s", id, ne.Rule)}
+	case errors.Is(err, worktree.ErrNotFound):
+		return "", &reviewError{ErrInvalid, fmt.Sprintf("no commit %s in the repository of workspace %s: name one of its branch's commits (patina ws diff %s names its head)", id, name, name)}
+	}
+	return "", err
 }
 
 // Apply stages what Diff shows in the user's main working tree, without

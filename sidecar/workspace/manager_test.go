@@ -326,10 +326,13 @@ func gitRepo(t *testing.T) string {
 }
 
 // The git flow through the domain: commits made inside reach the branch
-// when recorded; a fast-forward merge adds exactly the agent's commits.
+// when recorded; a merge takes exactly what was reviewed (a diff, or a
+// commit of exactly what a diff showed), and that survives a restart of
+// the sidecar; a fast-forward adds exactly the agent's commits.
 func TestGitFlow(t *testing.T) {
 	eng := newFakeEngine(t)
-	m := newManager(t, eng, t.TempDir())
+	dir := t.TempDir()
+	m := newManager(t, eng, dir)
 	ctx := context.Background()
 	repo := gitRepo(t)
 	ws, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "g", Repo: repo})
@@ -341,25 +344,64 @@ func TestGitFlow(t *testing.T) {
 	}
 	wt := ws.Worktree
 	out(t, m, "g", "default", "cd "+wt+" && echo one > a && git add a && git commit -qm one && echo two > b")
+	if _, err := m.Merge(ctx, "g", MergeRequest{}); !errors.Is(err, ErrUnreviewed) || !strings.Contains(err.Error(), "look at the diff first") {
+		t.Fatalf("merge before a diff: exp ErrUnreviewed, got %v", err)
+	}
 	d, err := m.Diff(ctx, "g")
 	if err != nil || len(d.Files) != 2 || !d.Uncommitted {
 		t.Fatalf("diff: %+v %v", d, err)
 	}
+	// The diff held uncommitted work: a merge naming no commit asks for a
+	// commit first; naming the diff's commit merges exactly it.
+	if _, err := m.Merge(ctx, "g", MergeRequest{}); !errors.Is(err, ErrUnreviewed) || !strings.Contains(err.Error(), "commit it first") {
+		t.Fatalf("merge of a review with uncommitted work: exp ErrUnreviewed, got %v", err)
+	}
 	base, _ := exec.Command("git", "-C", repo, "rev-parse", "main").Output()
-	mr, err := m.Merge(ctx, "g", MergeRequest{Commit: d.Commit})
-	if err != nil || !mr.FastForward || !mr.Uncommitted {
+	mr, err := m.Merge(ctx, "g", MergeRequest{Commit: d.Commit[:10]})
+	if err != nil || !mr.FastForward || !mr.Uncommitted || mr.Merged != d.Commit {
 		t.Fatalf("merge: %+v %v", mr, err)
 	}
 	n, _ := exec.Command("git", "-C", repo, "rev-list", "--count", strings.TrimSpace(string(base))+"..main").Output()
 	if strings.TrimSpace(string(n)) != "1" {
 		t.Fatalf("exp exactly the agent's one commit merged, got %s", n)
 	}
+	// A commit of exactly what the diff showed keeps the review.
 	cr, err := m.Commit(ctx, "g", CommitRequest{Message: "two"})
-	if err != nil || !cr.Committed {
+	if err != nil || !cr.Committed || !cr.Reviewed {
 		t.Fatalf("commit: %+v %v", cr, err)
 	}
-	if _, err := m.Merge(ctx, "g", MergeRequest{Commit: d.Commit}); err == nil {
-		t.Fatal("exp a merge pinned to an old review refused")
+	// Work after the review, committed inside: the review stays on the
+	// commit before it, across a restart of the sidecar.
+	out(t, m, "g", "default", "cd "+wt+" && echo three > c && git add c && git commit -qm three")
+	m.Close()
+	m = newManager(t, eng, dir)
+	<-m.Adopt()
+	_, err = m.Merge(ctx, "g", MergeRequest{})
+	if !errors.Is(err, ErrUnreviewed) || !strings.Contains(err.Error(), "workspace g changed since you reviewed it at "+cr.Commit[:10]) {
+		t.Fatalf("merge after the workspace moved: exp ErrUnreviewed naming %s, got %v", cr.Commit[:10], err)
+	}
+	if _, err := m.Merge(ctx, "g", MergeRequest{Commit: d.Commit}); err != nil {
+		t.Fatalf("a merge naming the earlier commit: %v", err)
+	}
+	// A commit of more than was shown does not become reviewed.
+	out(t, m, "g", "default", "cd "+wt+" && echo four > d")
+	if _, err := m.Diff(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	out(t, m, "g", "default", "cd "+wt+" && echo five > e")
+	cr2, err := m.Commit(ctx, "g", CommitRequest{Message: "four and five"})
+	if err != nil || !cr2.Committed || cr2.Reviewed {
+		t.Fatalf("commit of more than the diff showed: %+v %v", cr2, err)
+	}
+	if _, err := m.Merge(ctx, "g", MergeRequest{}); !errors.Is(err, ErrUnreviewed) {
+		t.Fatalf("exp the unreviewed commit refused, got %v", err)
+	}
+	d2, err := m.Diff(ctx, "g")
+	if err != nil || d2.Commit != cr2.Commit || d2.Uncommitted {
+		t.Fatalf("diff: %+v %v", d2, err)
+	}
+	if mr, err := m.Merge(ctx, "g", MergeRequest{}); err != nil || mr.Merged != cr2.Commit || mr.Commit != cr2.Commit {
+		t.Fatalf("merge of the reviewed commit: %+v %v", mr, err)
 	}
 	if err := m.Delete(ctx, "g", false); err != nil {
 		t.Fatal(err)

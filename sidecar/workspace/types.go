@@ -218,12 +218,17 @@ type CommitRequest struct {
 type CommitResult struct {
 	Commit    string
 	Committed bool
+	// Reviewed: Commit records exactly what the last diff showed, so a
+	// merge that names no commit takes it (review.go).
+	Reviewed bool
 }
 
 // MergeRequest merges a workspace's branch.
 type MergeRequest struct {
 	Into string
-	// Commit pins what the caller reviewed (Diff's Commit).
+	// Commit is the commit to merge, whole or abbreviated (what a diff or
+	// a commit answer named): it must be on the workspace's branch. Empty
+	// means the commit last reviewed (review.go).
 	Commit string
 }
 

@@ -43,6 +43,8 @@ type workspace struct {
 	fwd     map[int]*forward   // forwarded ports, by port inside
 	// lastActive is the time of the last activity (unix ns), for idle stop.
 	lastActive atomic.Int64
+	// reviewMu serialises reads and writes of review.json (review.go).
+	reviewMu sync.Mutex
 }
 
 // agentState is what the API says of a workspace's agent.

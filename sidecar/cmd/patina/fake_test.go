@@ -30,6 +30,9 @@ type fakeSidecar struct {
 	execReqs   []client.ExecRequest
 	// exec answers an exec in an existing session (default: exit 0).
 	exec func(w http.ResponseWriter, r *http.Request, req client.ExecRequest)
+	// diff and commit are the answers of diff and commit.
+	diff   client.Diff
+	commit client.CommitResult
 }
 
 func newFakeSidecar(t *testing.T) *fakeSidecar {
@@ -91,6 +94,24 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 		delete(f.sessions, r.PathValue("sid"))
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("GET /v1/workspaces/{id}/diff", func(w http.ResponseWriter, r *http.Request) {
+		if !f.known(w, r) {
+			return
+		}
+		f.mu.Lock()
+		d := f.diff
+		f.mu.Unlock()
+		writeFakeJSON(w, http.StatusOK, d)
+	})
+	mux.HandleFunc("POST /v1/workspaces/{id}/commit", func(w http.ResponseWriter, r *http.Request) {
+		if !f.known(w, r) {
+			return
+		}
+		f.mu.Lock()
+		c := f.commit
+		f.mu.Unlock()
+		writeFakeJSON(w, http.StatusOK, c)
+	})
 	mux.HandleFunc("POST /v1/workspaces/{id}/merge", func(w http.ResponseWriter, r *http.Request) {
 		if !f.known(w, r) {
 			return
@@ -103,7 +124,13 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 				`merge w1: target branch refs/heads/nosuch: worktree: not found: revision "refs/heads/nosuch"`)
 			return
 		}
-		writeFakeJSON(w, http.StatusOK, client.MergeResult{Into: "main", Previous: "aaaa", Commit: "bbbb", FastForward: true})
+		if req.Commit == "" {
+			// As the sidecar says it when the workspace moved since the diff.
+			writeFakeError(w, http.StatusConflict, client.CodeConflict,
+				"workspace demo changed since you reviewed it at 1111111111 (it is at 2222222222 now): look at the diff again (patina ws diff demo) and merge")
+			return
+		}
+		writeFakeJSON(w, http.StatusOK, client.MergeResult{Into: "refs/heads/main", Previous: "aaaa", Commit: req.Commit, Merged: req.Commit, FastForward: true})
 	})
 	mux.HandleFunc("POST /v1/workspaces/{id}/apply", func(w http.ResponseWriter, r *http.Request) {
 		if !f.known(w, r) {

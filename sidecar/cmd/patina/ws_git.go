@@ -21,8 +21,11 @@ func newWsDiffCmd(a *app) *cobra.Command {
 untracked, as one unified diff (or, with --stat, one line per file).
 
 The diff is of the workspace's HEAD commit (its commits so far) plus its work
-not committed yet. Standard error names that commit: "patina ws merge
---commit COMMIT" merges exactly it, and refuses if the workspace moved on since.
+not committed yet. Standard error names that commit. The sidecar remembers it:
+"patina ws merge WS" then merges exactly that commit, and refuses if the
+workspace changed since (look again) or if the diff held uncommitted work
+(commit it first: "patina ws commit" keeps the review when it commits exactly
+what the diff showed). "patina ws merge WS --commit COMMIT" names it instead.
 Taking a diff writes nothing to your repository.`,
 		Example: `  patina ws diff fix-tests | less
   patina ws diff fix-tests --stat
@@ -41,21 +44,18 @@ Taking a diff writes nothing to your repository.`,
 					}
 					return writeJSON(a.stdout, d)
 				case stat:
-					return writeDiffStat(a.stdout, d.Files)
-				}
-				if _, err := io.WriteString(a.stdout, d.Text); err != nil {
-					return err
-				}
-				if d.Truncated {
-					fmt.Fprintln(a.stderr, "patina: the diff is longer than the sidecar's limit and was cut; see the worktree (patina ws show) for the rest")
-				}
-				if d.Commit != "" {
-					note := ""
-					if d.Uncommitted {
-						note = " plus uncommitted work, which a merge leaves out until committed"
+					if err := writeDiffStat(a.stdout, d.Files); err != nil {
+						return err
 					}
-					fmt.Fprintf(a.stderr, "patina: the diff of commit %s%s; merge exactly it with: patina ws merge %s --commit %s\n", d.Commit, note, args[0], d.Commit)
+				default:
+					if _, err := io.WriteString(a.stdout, d.Text); err != nil {
+						return err
+					}
+					if d.Truncated {
+						fmt.Fprintln(a.stderr, "patina: the diff is longer than the sidecar's limit and was cut; see the worktree (patina ws show) for the rest")
+					}
 				}
+				writeDiffNote(a.stderr, args[0], d)
 				return nil
 			})
 		},
@@ -63,6 +63,18 @@ Taking a diff writes nothing to your repository.`,
 	cmd.Flags().BoolVar(&stat, "stat", false, "print one line per changed file instead of the diff")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the diff and its per-file summary as JSON")
 	return cmd
+}
+
+// writeDiffNote says which commit a diff shows and how to merge it.
+func writeDiffNote(w io.Writer, ws string, d client.Diff) {
+	switch {
+	case d.Commit == "":
+	case d.Uncommitted:
+		fmt.Fprintf(w, "patina: this is commit %s plus uncommitted work, which a merge does not record: "+
+			"commit it first (patina ws commit %s -m MESSAGE), then merge (patina ws merge %s)\n", shortCommit(d.Commit), ws, ws)
+	default:
+		fmt.Fprintf(w, "patina: this is commit %s; patina ws merge %s merges exactly it\n", shortCommit(d.Commit), ws)
+	}
 }
 
 // writeDiffStat prints a per-file summary of a diff and a total line.
@@ -104,7 +116,13 @@ func newWsCommitCmd(a *app) *cobra.Command {
 		Use:   "commit WS -m MESSAGE",
 		Short: "Commit everything in a workspace on its branch",
 		Long: `Stage everything in the workspace (changes and untracked files) and commit it on
-its branch patina/<name>. Nothing to commit is not an error.`,
+its branch patina/<name>, and print the commit. Nothing to commit is not an
+error.
+
+If the commit records exactly what the last "patina ws diff" showed (the same
+files, on the commit it showed), "patina ws merge" takes it as reviewed.
+Otherwise (the workspace changed after the diff, or there was no diff) patina
+says so on standard error: look at the diff before merging.`,
 		Example: `  patina ws commit fix-tests -m "Fix the flaky test"
   patina ws commit fix-tests -m "Add docs" --author "Ada Lovelace <ada@example.com>"`,
 		Args: wsArg,
@@ -118,12 +136,19 @@ its branch patina/<name>. Nothing to commit is not an error.`,
 				if err != nil {
 					return err
 				}
-				if !res.Committed {
-					_, err = fmt.Fprintln(a.stdout, "nothing to commit")
+				if res.Committed {
+					_, err = fmt.Fprintf(a.stdout, "committed %s\n", shortCommit(res.Commit))
+				} else {
+					_, err = fmt.Fprintf(a.stdout, "nothing to commit: the workspace is at %s\n", shortCommit(res.Commit))
+				}
+				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(a.stdout, "committed %s\n", shortCommit(res.Commit))
-				return err
+				if !res.Reviewed {
+					fmt.Fprintf(a.stderr, "patina: note: %s is not what patina ws diff last showed; look at it (patina ws diff %s) before merging\n",
+						shortCommit(res.Commit), args[0])
+				}
+				return nil
 			})
 		},
 	}
@@ -167,17 +192,24 @@ func newWsMergeCmd(a *app) *cobra.Command {
 	var into, commit string
 	cmd := &cobra.Command{
 		Use:   "merge WS",
-		Short: "Merge a workspace's branch into a branch of the repository",
-		Long: `Merge the workspace's branch patina/<name> into a branch of the user's
-repository (default: the branch the workspace was created from). The branch is
-first moved to the workspace's HEAD (commits made inside with git commit
-included), once their objects are checked; only committed changes are merged:
-run "patina ws commit" first for the rest. With --commit (the commit "patina ws
-diff" named), the merge is refused if the workspace moved on since: you merge
-what you reviewed. A conflict leaves both branches as they were and fails.`,
-		Example: `  patina ws merge fix-tests
+		Short: "Merge what you reviewed of a workspace into a branch of the repository",
+		Long: `Merge exactly one commit of the workspace into a branch of the user's
+repository (default: the branch the workspace was created from), and print
+which: the commit the last "patina ws diff" showed, or the one --commit names.
+
+Without --commit, the merge is refused (and nothing changes) when nothing was
+reviewed yet, when the workspace changed since the diff (new commits: look at
+the diff again), or when the diff held uncommitted work (commit it first with
+"patina ws commit", which keeps the review when it commits exactly what the
+diff showed). With --commit (whole or abbreviated, as ws diff and ws commit
+print it), that commit is merged, and it must be on the workspace's branch.
+
+The workspace's HEAD is recorded on patina/<name> first (commits made inside
+with git commit included), once their objects are checked; uncommitted work is
+never merged. A conflict leaves both branches as they were and fails.`,
+		Example: `  patina ws diff fix-tests && patina ws merge fix-tests
   patina ws merge fix-tests --into release-1.2
-  patina ws merge fix-tests --commit 3f1c9e2a...   # exactly what ws diff showed`,
+  patina ws merge fix-tests --commit 3f1c9e2a07   # exactly this commit`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
@@ -193,7 +225,7 @@ what you reviewed. A conflict leaves both branches as they were and fails.`,
 		},
 	}
 	cmd.Flags().StringVar(&into, "into", "", "the branch to merge into (default: the branch the workspace was created from)")
-	cmd.Flags().StringVar(&commit, "commit", "", "merge only if the workspace's head is this commit (the one ws diff named)")
+	cmd.Flags().StringVar(&commit, "commit", "", "merge exactly this commit of the workspace's branch, whole or abbreviated (default: the one ws diff last showed)")
 	return cmd
 }
 
@@ -231,14 +263,15 @@ func baseBranchText(w client.Workspace) string {
 }
 
 func writeMergeResult(w io.Writer, r client.MergeResult) error {
+	into := strings.TrimPrefix(r.Into, "refs/heads/")
 	var err error
 	switch {
 	case r.UpToDate:
-		_, err = fmt.Fprintf(w, "%s is already up to date\n", r.Into)
+		_, err = fmt.Fprintf(w, "%s already has %s: up to date\n", into, shortCommit(r.Merged))
 	case r.FastForward:
-		_, err = fmt.Fprintf(w, "fast-forwarded %s: %s..%s\n", r.Into, shortCommit(r.Previous), shortCommit(r.Commit))
+		_, err = fmt.Fprintf(w, "merged %s: fast-forwarded %s: %s..%s\n", shortCommit(r.Merged), into, shortCommit(r.Previous), shortCommit(r.Commit))
 	default:
-		_, err = fmt.Fprintf(w, "merged into %s: %s (was %s)\n", r.Into, shortCommit(r.Commit), shortCommit(r.Previous))
+		_, err = fmt.Fprintf(w, "merged %s into %s: %s (was %s)\n", shortCommit(r.Merged), into, shortCommit(r.Commit), shortCommit(r.Previous))
 	}
 	return err
 }

@@ -24,9 +24,56 @@ func TestMergeNoBranch(t *testing.T) {
 	if r.code != exitFailure || r.stderr != "patina: not found: no workspace \"nope\"\n" {
 		t.Errorf("exp exit 1 and not found, got %d, %q", r.code, r.stderr)
 	}
-	r = runCLI(t, f.env(), "", "ws", "merge", "demo")
-	if r.code != 0 || r.stdout != "fast-forwarded main: aaaa..bbbb\n" {
-		t.Errorf("exp a fast-forward, got %d, %q (stderr %q)", r.code, r.stdout, r.stderr)
+	r = runCLI(t, f.env(), "", "ws", "merge", "demo", "--commit", "bbbb")
+	if r.code != 0 || r.stdout != "merged bbbb: fast-forwarded main: aaaa..bbbb\n" {
+		t.Errorf("exp a fast-forward naming the commit merged, got %d, %q (stderr %q)", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestMergeRefused: a merge the sidecar refuses because the workspace
+// changed since the diff says so, as the sidecar does, and exits 1.
+func TestMergeRefused(t *testing.T) {
+	f := newFakeSidecar(t)
+	r := runCLI(t, f.env(), "", "ws", "merge", "demo")
+	exp := "patina: workspace demo changed since you reviewed it at 1111111111 (it is at 2222222222 now): look at the diff again (patina ws diff demo) and merge\n"
+	if r.code != exitFailure || r.stderr != exp || r.stdout != "" {
+		t.Errorf("exp exit 1 and\n%s\ngot %d and\n%s(stdout %q)", exp, r.code, r.stderr, r.stdout)
+	}
+}
+
+// TestDiffAndCommitNameTheCommit: diff (text or --stat) and commit print
+// the commit they show, and how to merge it.
+func TestDiffAndCommitNameTheCommit(t *testing.T) {
+	f := newFakeSidecar(t)
+	head := strings.Repeat("3f1c9e2a07", 4)
+	f.diff = client.Diff{Commit: head, Text: "+x\n", Files: []client.FileStat{{Path: "x", Status: "added", Added: 1}}}
+	for _, args := range [][]string{{"ws", "diff", "demo"}, {"ws", "diff", "demo", "--stat"}} {
+		r := runCLI(t, f.env(), "", args...)
+		if r.code != 0 || r.stderr != "patina: this is commit 3f1c9e2a07; patina ws merge demo merges exactly it\n" {
+			t.Errorf("%v: exp the commit named, got %d, %q", args, r.code, r.stderr)
+		}
+	}
+	f.diff.Uncommitted = true
+	r := runCLI(t, f.env(), "", "ws", "diff", "demo")
+	if r.code != 0 || !strings.HasPrefix(r.stderr, "patina: this is commit 3f1c9e2a07 plus uncommitted work") ||
+		!strings.Contains(r.stderr, "patina ws commit demo -m MESSAGE") {
+		t.Errorf("exp the uncommitted work named, got %d, %q", r.code, r.stderr)
+	}
+	r = runCLI(t, f.env(), "", "ws", "diff", "demo", "--json")
+	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, `"commit": "`+head+`"`) {
+		t.Errorf("--json: exp the commit in the JSON and nothing on stderr, got %q, %q", r.stdout, r.stderr)
+	}
+
+	f.commit = client.CommitResult{Commit: head, Committed: true, Reviewed: true}
+	r = runCLI(t, f.env(), "", "ws", "commit", "demo", "-m", "m")
+	if r.code != 0 || r.stdout != "committed 3f1c9e2a07\n" || r.stderr != "" {
+		t.Errorf("commit: %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	f.commit = client.CommitResult{Commit: head}
+	r = runCLI(t, f.env(), "", "ws", "commit", "demo", "-m", "m")
+	if r.code != 0 || r.stdout != "nothing to commit: the workspace is at 3f1c9e2a07\n" ||
+		r.stderr != "patina: note: 3f1c9e2a07 is not what patina ws diff last showed; look at it (patina ws diff demo) before merging\n" {
+		t.Errorf("commit not reviewed: %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 }
 
