@@ -229,8 +229,11 @@ func TestGitFlow(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 	head, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
-	if _, err := h.Client.Merge(ctx, "feature", client.MergeRequest{}); !IsCode(err, "conflict") {
-		t.Fatalf("exp 409 conflict, got %v", err)
+	if _, err := h.Client.Diff(ctx, "feature"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Client.Merge(ctx, "feature", client.MergeRequest{}); !IsCode(err, "conflict") || !strings.Contains(err.Error(), "added.txt") {
+		t.Fatalf("exp 409 conflict on added.txt, got %v", err)
 	}
 	head2, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
 	status, _ := exec.Command("git", "-C", repo, "status", "--porcelain").Output()

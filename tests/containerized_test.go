@@ -126,8 +126,12 @@ func TestContainerizedSidecar(t *testing.T) {
 		t.Fatalf("diff: %+v %v", d, err)
 	}
 	out("repo", "echo more > more.txt")
-	if cr, err := c.Commit(ctx, "repo", pclient.CommitRequest{Message: "more"}); err != nil || !cr.Committed {
-		t.Fatalf("commit: %+v %v", cr, err)
+	cr, err := c.Commit(ctx, "repo", pclient.CommitRequest{Message: "more"})
+	if err != nil || !cr.Committed || cr.Reviewed {
+		t.Fatalf("commit (of more than the diff showed): %+v %v", cr, err)
+	}
+	if _, err := c.Diff(ctx, "repo"); err != nil {
+		t.Fatal(err)
 	}
 	if mr, err := c.Merge(ctx, "repo", pclient.MergeRequest{}); err != nil || !mr.FastForward {
 		t.Fatalf("merge: %+v %v", mr, err)

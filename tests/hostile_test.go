@@ -431,7 +431,7 @@ ln -s /etc/passwd HEAD; mkfifo index; ln -s `+filepath.Join(repo, ".git", "confi
 			return err
 		},
 		"merge": func(ctx context.Context) error {
-			_, err := h.Client.Merge(ctx, "wrecker", client.MergeRequest{})
+			_, err := h.Client.Merge(ctx, "wrecker", client.MergeRequest{Commit: d.Commit})
 			return err
 		},
 		"apply": func(ctx context.Context) error { _, err := h.Client.Apply(ctx, "wrecker"); return err },
@@ -520,10 +520,14 @@ echo wip > wip.txt`)
 	if string(log) != "two\none\n" {
 		t.Fatalf("exp exactly the agent's commits merged, got %q", log)
 	}
-	// The agent moves on: a merge pinned to the reviewed commit refuses.
+	// The agent moves on: a merge of what was reviewed refuses; the
+	// reviewed commit, named, is already in.
 	h.Out("agentic", "default", "git add -A && git commit -qm wip")
-	if _, err := h.Client.Merge(ctx, "agentic", client.MergeRequest{Commit: d.Commit}); !IsCode(err, client.CodeConflict) {
+	if _, err := h.Client.Merge(ctx, "agentic", client.MergeRequest{}); !IsCode(err, client.CodeConflict) {
 		t.Fatalf("exp 409 when the workspace moved since the review, got %v", err)
+	}
+	if mr, err := h.Client.Merge(ctx, "agentic", client.MergeRequest{Commit: d.Commit}); err != nil || !mr.UpToDate || mr.Merged != d.Commit {
+		t.Fatalf("exp the reviewed commit up to date, got %+v %v", mr, err)
 	}
 }
 

@@ -371,6 +371,9 @@ func TestSwarm(t *testing.T) {
 		}
 		took := time.Since(t0)
 		h.Out("big", "default", "cd /workspace && echo change > blob-000 && git add -A && git commit -qm change")
+		if _, err := h.Client.Diff(ctx, "big"); err != nil {
+			t.Fatalf("diff of the big workspace: %v", err)
+		}
 		if _, err := h.Client.Merge(ctx, "big", pclient.MergeRequest{}); err != nil {
 			t.Fatalf("merge from the big workspace: %v", err)
 		}

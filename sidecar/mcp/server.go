@@ -105,7 +105,7 @@ func (o Options) withDefaults() Options {
 // instructions tell the model what patina is and how its tools fit.
 const instructions = `patina gives you isolated Linux workspaces. Each workspace is a Docker container (Debian, bash) with its files at /workspace.
 A workspace created with repo is a new git branch patina/<name> of that repository, checked out at /workspace: your changes stay off the user's checkout until you commit and merge.
-Typical flow: workspace_create -> run and file_* tools -> diff -> commit -> merge.
+Typical flow: workspace_create -> run and file_* tools -> diff -> commit -> merge. merge takes exactly what the last diff showed: after any change, diff again.
 run keeps shell state between calls in the same session: cd, exported variables, functions and aliases persist. Long output is cut to its head and tail; the marker says how to read the rest with command_output.
 File tools take paths relative to /workspace (not to the shell's cwd); absolute paths under /workspace work too.`
 
