@@ -79,6 +79,14 @@ type Config struct {
 	// overlay networks unencrypted.
 	NodeBinary       string
 	SwarmUnencrypted bool
+	// DefaultDiskMB is the disk of a workspace whose request names none
+	// (default disk.DefaultMB); DiskPoolMB is the size of the pool of disks
+	// (StateDir/disks) when it is made (default: 80% of the free space).
+	// Disks need root, a local engine whose storage driver is overlay2 or
+	// fuse-overlayfs, and xfsprogs; without them workspaces have no disk
+	// limit, and a request naming one is refused.
+	DefaultDiskMB int64
+	DiskPoolMB    int64
 }
 
 // withDefaults fills in what the HTTP layer itself uses; the workspace

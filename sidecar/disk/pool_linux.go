@@ -169,7 +169,7 @@ func (pl *Pool) Create(ctx context.Context, id string, sizeMB int64) (string, er
 // format makes an ext4 file system in img (no space reserved for root:
 // the workspace is root) and mounts it with the disk's directories.
 func (pl *Pool) format(ctx context.Context, id, img string) (string, error) {
-	if err := run(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", img); err != nil {
+	if err := run(ctx, "mkfs.ext4", "-q", "-F", "-b", "4096", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", img); err != nil {
 		return "", fmt.Errorf("make the disk of workspace %s: %w", id, err)
 	}
 	dir, err := pl.Mount(ctx, id)
