@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -260,13 +261,13 @@ func openDisks(cfg Config, eng engine, stateDir string, logger *slog.Logger) (wo
 	err := eng.DiskSupport(ctx)
 	var pool *disk.Pool
 	if err == nil {
-		pool, err = disk.Open(ctx, disk.Config{Dir: filepath.Join(stateDir, "disks"), PoolMB: cfg.DiskPoolMB, Logger: logger})
+		pool, err = disk.Open(ctx, disk.Config{Dir: cfg.DiskDir, PoolMB: cfg.DiskPoolMB, Owner: stateDir, Logger: logger})
 	}
 	if err != nil {
 		logger.Warn("workspaces have no disk limit: one can fill the host's disk", "why", err)
 		return nil, err
 	}
-	logger.Info("workspaces' disks", "pool", filepath.Join(stateDir, "disks"), "pool_mb", pool.SizeMB())
+	logger.Info("workspaces' disks", "pool", cmp.Or(cfg.DiskDir, disk.DefaultDir), "pool_mb", pool.SizeMB())
 	return pool, nil
 }
 

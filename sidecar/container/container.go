@@ -37,6 +37,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/patina-dev/patina/sidecar/disk"
 )
 
 // Labels on everything patina owns (containers, volumes, its network).
@@ -619,8 +621,8 @@ func List(ctx context.Context, api API, stateDir string) ([]Owned, error) {
 	return out, nil
 }
 
-// Cleanup removes a state directory's containers and volumes (tests and
-// benchmarks clean up with it).
+// Cleanup removes a state directory's containers, volumes and disks (in
+// the host's pool, disk.DefaultDir): tests and benchmarks clean up with it.
 func Cleanup(ctx context.Context, api API, stateDir string) error {
 	owned, err := List(ctx, api, stateDir)
 	if err != nil {
@@ -644,6 +646,11 @@ func Cleanup(ctx context.Context, api API, stateDir string) error {
 					errs = append(errs, err)
 				}
 			}
+		}
+	}
+	if stateDir != "" {
+		if abs, err := filepath.Abs(stateDir); err == nil {
+			errs = append(errs, disk.RemoveOwned(disk.DefaultDir, abs))
 		}
 	}
 	return errors.Join(errs...)

@@ -16,11 +16,19 @@ const (
 	DefaultMB = 10 << 10
 )
 
+// DefaultDir is where a host keeps its pool: one for every sidecar on the
+// host (so together they cannot fill it), outside any state directory (so
+// removing one never walks into a mounted disk).
+const DefaultDir = "/var/lib/patina/disks"
+
 // Config configures a Pool.
 type Config struct {
 	// Dir holds the pool's image, its mount point and the disks' mount
-	// points (the sidecar's <state>/disks). Required.
+	// points (default DefaultDir).
 	Dir string
+	// Owner names who owns the disks this Pool creates (the sidecar's
+	// state directory): Owned and RemoveOwned see only those.
+	Owner string
 	// PoolMB is the pool's size when it is made (a sparse image: it takes
 	// host space only as workspaces write). 0: 80% of the free space of
 	// Dir's file system at that moment. An existing pool keeps its size.
@@ -57,3 +65,5 @@ func (p paths) poolMount() string      { return filepath.Join(p.dir, "pool") }
 func (p paths) image(id string) string { return filepath.Join(p.poolMount(), id+".img") }
 func (p paths) mounts() string         { return filepath.Join(p.dir, "mnt") }
 func (p paths) mount(id string) string { return filepath.Join(p.mounts(), id) }
+func (p paths) owner(id string) string { return filepath.Join(p.poolMount(), id+".owner") }
+func (p paths) lock() string           { return filepath.Join(p.dir, "pool.lock") }

@@ -35,6 +35,8 @@ const (
 	toolTimeout = 60 * time.Second
 	// minPoolMB is the smallest pool worth making.
 	minPoolMB = 1 << 10
+	// lockPoll is how often a wait for the pool's lock looks again.
+	lockPoll = 20 * time.Millisecond
 )
 
 // FIFREEZE and FITHAW (linux/fs.h: _IOWR('X', 119, int), _IOWR('X', 120,
@@ -48,7 +50,7 @@ const (
 // answers ErrUnsupported (saying why) where disks cannot be had.
 func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	if cfg.Dir == "" {
-		return nil, fmt.Errorf("%w: no directory for the pool", ErrInvalid)
+		cfg.Dir = DefaultDir
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -74,15 +76,8 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, err
 		}
 	}
-	if !isMounted(pl.p.poolMount(), "xfs") {
-		if _, err := os.Stat(pl.p.poolImage()); errors.Is(err, fs.ErrNotExist) {
-			if err := pl.makePool(ctx); err != nil {
-				return nil, err
-			}
-		}
-		if err := mount(ctx, pl.p.poolImage(), pl.p.poolMount(), "xfs", ""); err != nil {
-			return nil, fmt.Errorf("%w: mount the disk pool: %v", ErrUnsupported, err)
-		}
+	if err := pl.ensurePool(ctx); err != nil {
+		return nil, err
 	}
 	if err := pl.checkReflink(); err != nil {
 		return nil, err
@@ -94,6 +89,49 @@ func Open(ctx context.Context, cfg Config) (*Pool, error) {
 	pl.sizeMB = int64(st.Blocks) * st.Bsize >> 20
 	pl.thawAll()
 	return pl, nil
+}
+
+// ensurePool makes and mounts the pool unless it is: under a lock, as
+// several sidecars of one host (or tests) may start at once.
+func (pl *Pool) ensurePool(ctx context.Context) error {
+	lf, err := os.OpenFile(pl.p.lock(), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	if err := lockFile(ctx, lf); err != nil {
+		return err
+	}
+	if isMounted(pl.p.poolMount(), "xfs") {
+		return nil
+	}
+	if _, err := os.Stat(pl.p.poolImage()); errors.Is(err, fs.ErrNotExist) {
+		if err := pl.makePool(ctx); err != nil {
+			return err
+		}
+	}
+	if err := mount(ctx, pl.p.poolImage(), pl.p.poolMount(), "xfs", ""); err != nil {
+		return fmt.Errorf("%w: mount the disk pool: %v", ErrUnsupported, err)
+	}
+	return nil
+}
+
+// lockFile takes an exclusive flock on f, polling so ctx can end the wait.
+func lockFile(ctx context.Context, f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the disk pool's lock: %w", ctx.Err())
+		case <-time.After(lockPoll):
+		}
+	}
 }
 
 // makePool makes the pool's image: a sparse file of cfg.PoolMB, XFS with
@@ -158,12 +196,21 @@ func (pl *Pool) Create(ctx context.Context, id string, sizeMB int64) (string, er
 	if err := makeSparse(img, sizeMB); err != nil {
 		return "", err
 	}
+	if err := pl.own(id); err != nil {
+		pl.remove(id)
+		return "", err
+	}
 	dir, err := pl.format(ctx, id, img)
 	if err != nil {
 		pl.remove(id)
 		return "", err
 	}
 	return dir, nil
+}
+
+// own records that this pool's owner owns workspace id's disk.
+func (pl *Pool) own(id string) error {
+	return os.WriteFile(pl.p.owner(id), []byte(pl.cfg.Owner+"\n"), 0o600)
 }
 
 // format makes an ext4 file system in img (no space reserved for root:
@@ -174,6 +221,11 @@ func (pl *Pool) format(ctx context.Context, id, img string) (string, error) {
 	}
 	dir, err := pl.Mount(ctx, id)
 	if err != nil {
+		return "", err
+	}
+	// The disk's root is root's alone on the host: nothing of what the
+	// workspace writes is reachable by another host user.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return "", err
 	}
 	for name, mode := range map[string]os.FileMode{FilesDir: 0o755, StateDir: 0o755, LayerDir: 0o700} {
@@ -229,6 +281,10 @@ func (pl *Pool) Clone(ctx context.Context, src, dst string) (string, error) {
 	}
 	if err := pl.cloneFrozen(srcDir, pl.p.image(src), pl.p.image(dst)); err != nil {
 		return "", fmt.Errorf("clone the disk of workspace %s: %w", src, err)
+	}
+	if err := pl.own(dst); err != nil {
+		pl.remove(dst)
+		return "", err
 	}
 	dir, err := pl.Mount(ctx, dst)
 	if err != nil {
@@ -290,33 +346,63 @@ func (pl *Pool) Remove(ctx context.Context, id string) error {
 	return pl.remove(id)
 }
 
-func (pl *Pool) remove(id string) error {
-	dir := pl.p.mount(id)
+func (pl *Pool) remove(id string) error { return removeDisk(pl.p, id) }
+
+func removeDisk(p paths, id string) error {
+	dir := p.mount(id)
 	if err := unmountUnder(dir); err != nil {
 		return err
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove the disk of workspace %s: %w", id, err)
-	}
-	if err := os.Remove(pl.p.image(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove the disk of workspace %s: %w", id, err)
+	for _, f := range []string{dir, p.image(id), p.owner(id)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the disk of workspace %s: %w", id, err)
+		}
 	}
 	return nil
 }
 
-// IDs lists the workspaces that have a disk in the pool.
-func (pl *Pool) IDs() ([]string, error) {
-	ents, err := os.ReadDir(pl.p.poolMount())
+// Owned lists the workspaces of this pool's owner that have a disk.
+func (pl *Pool) Owned() ([]string, error) { return owned(pl.p, pl.cfg.Owner) }
+
+func owned(p paths, owner string) ([]string, error) {
+	ents, err := os.ReadDir(p.poolMount())
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), ".img"); ok && e.Type().IsRegular() && checkID(id) == nil {
+		id, ok := strings.CutSuffix(e.Name(), ".owner")
+		if !ok || !e.Type().IsRegular() || checkID(id) != nil {
+			continue
+		}
+		b, err := os.ReadFile(p.owner(id))
+		if err == nil && strings.TrimSuffix(string(b), "\n") == owner {
 			ids = append(ids, id)
 		}
 	}
 	return ids, nil
+}
+
+// RemoveOwned removes every disk owner has in the pool in dir (default
+// DefaultDir): the end of a test's or a benchmark's sidecar, after its
+// containers are gone. No pool there: nothing to do.
+func RemoveOwned(dir, owner string) error {
+	if dir == "" {
+		dir = DefaultDir
+	}
+	p := paths{dir: dir}
+	if !isMounted(p.poolMount(), "xfs") {
+		return nil
+	}
+	ids, err := owned(p, owner)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		errs = append(errs, removeDisk(p, id))
+	}
+	return errors.Join(errs...)
 }
 
 // thawAll thaws every mounted disk: a sidecar killed while cloning leaves
@@ -339,10 +425,9 @@ func (pl *Pool) thawAll() {
 	}
 }
 
-// Cleanup unmounts everything under dir (a pool's Config.Dir) and removes
-// it: the end of a test's or a benchmark's sidecar, after its containers
-// are gone.
-func Cleanup(dir string) error {
+// removePool unmounts everything under dir (a pool's Config.Dir) and
+// removes it (the package's tests).
+func removePool(dir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err

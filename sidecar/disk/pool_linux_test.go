@@ -23,7 +23,7 @@ func openPool(t *testing.T) *Pool {
 		t.Skip("-short: mounts loop devices")
 	}
 	dir := t.TempDir()
-	pl, err := Open(context.Background(), Config{Dir: filepath.Join(dir, "disks"), PoolMB: 2048})
+	pl, err := Open(context.Background(), Config{Dir: filepath.Join(dir, "disks"), PoolMB: 2048, Owner: "test"})
 	if errors.Is(err, ErrUnsupported) {
 		t.Skipf("no disks here: %v", err)
 	}
@@ -31,7 +31,7 @@ func openPool(t *testing.T) *Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := Cleanup(filepath.Join(dir, "disks")); err != nil {
+		if err := removePool(filepath.Join(dir, "disks")); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -169,9 +169,14 @@ func TestCloneSharesAndKeepsSparse(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, FilesDir, "after"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := pl.IDs()
+	ids, err := pl.Owned()
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("exp two disks, got %v %v", ids, err)
+	}
+	other := *pl
+	other.cfg.Owner = "another sidecar"
+	if ids, err := other.Owned(); err != nil || len(ids) != 0 {
+		t.Fatalf("exp no disks of another owner, got %v %v", ids, err)
 	}
 	if err := pl.Remove(ctx, "fork"); err != nil {
 		t.Fatal(err)
@@ -218,6 +223,12 @@ func TestMountAgainAndRefuse(t *testing.T) {
 	}
 	if _, err := pl.Mount(ctx, "missing"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("exp ErrNotFound, got %v", err)
+	}
+	if err := RemoveOwned(pl.p.dir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := pl.Owned(); len(ids) != 0 {
+		t.Fatalf("exp RemoveOwned to remove every disk of its owner, left %v", ids)
 	}
 	// Open again finds the pool mounted and keeps it.
 	pl2, err := Open(ctx, pl.cfg)

@@ -244,11 +244,6 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	if err := m.eng.RemoveVolumes(ctx, md.ID); err != nil {
 		m.log.Warn("remove volumes", "workspace_id", md.ID, "err", err)
 	}
-	if md.DiskMB > 0 && m.cfg.Disks != nil {
-		if err := m.cfg.Disks.Remove(ctx, md.ID); err != nil {
-			m.log.Warn("remove the workspace's disk", "workspace_id", md.ID, "err", err)
-		}
-	}
 	if md.ForkImage != "" {
 		// A fork of this fork still uses it: then it stays, as Docker says.
 		if err := m.eng.RemoveImage(ctx, md.ForkImage); err != nil {
@@ -268,6 +263,11 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	}
 	if md.Worktree != "" {
 		m.removeWorktreeDir(md.Worktree)
+	}
+	if md.DiskMB > 0 && m.cfg.Disks != nil {
+		if err := m.cfg.Disks.Remove(ctx, md.ID); err != nil {
+			m.log.Warn("remove the workspace's disk", "workspace_id", md.ID, "err", err)
+		}
 	}
 	if err := os.RemoveAll(w.dir); err != nil {
 		m.log.Warn("remove the workspace's directory", "workspace_id", md.ID, "err", err)

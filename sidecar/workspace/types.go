@@ -49,6 +49,8 @@ type Disks interface {
 	Usage(id string) (disk.Usage, error)
 	Path(id string) string
 	Remove(ctx context.Context, id string) error
+	// Owned lists the workspaces of this sidecar that have a disk.
+	Owned() ([]string, error)
 }
 
 // Images makes sure an image is present (pulling or explaining how to

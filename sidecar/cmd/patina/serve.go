@@ -59,6 +59,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		SwarmUnencrypted: s.Unencrypted,
 		DefaultDiskMB:    s.DiskMB,
 		DiskPoolMB:       s.DiskPoolMB,
+		DiskDir:          s.DiskDir,
 	})
 	if err != nil {
 		return err
