@@ -116,13 +116,19 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.image == "" {
 		return s, usagef("--image must not be empty")
 	}
+	if o.diskMB == 0 {
+		o.diskMB = disk.DefaultMB
+	}
+	if o.diskDir == "" {
+		o.diskDir = disk.DefaultDir
+	}
 	if o.diskMB < disk.MinMB {
 		return s, usagef("--disk must be at least %d (MB), not %d", disk.MinMB, o.diskMB)
 	}
 	if o.diskPoolMB < 0 {
 		return s, usagef("--disk-pool must not be negative")
 	}
-	if o.diskDir == "" || !strings.HasPrefix(o.diskDir, "/") {
+	if !strings.HasPrefix(o.diskDir, "/") {
 		return s, usagef("--disk-dir must be an absolute path, not %q", o.diskDir)
 	}
 	s.DiskMB, s.DiskPoolMB, s.DiskDir = o.diskMB, o.diskPoolMB, o.diskDir
