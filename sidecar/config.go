@@ -79,6 +79,18 @@ type Config struct {
 	// overlay networks unencrypted.
 	NodeBinary       string
 	SwarmUnencrypted bool
+	// DefaultDiskMB is the disk of a workspace whose request names none
+	// (default disk.DefaultMB); DiskPoolMB is the size of the pool of disks
+	// (DiskDir) when it is made (default: 80% of the free space).
+	// Disks need root, a local engine whose storage driver is overlay2 or
+	// fuse-overlayfs, and xfsprogs; without them workspaces have no disk
+	// limit, and a request naming one is refused.
+	DefaultDiskMB int64
+	DiskPoolMB    int64
+	// DiskDir is where the host's pool of disks is (default
+	// disk.DefaultDir, /var/lib/patina/disks): one for every sidecar of the
+	// host, outside their state directories.
+	DiskDir string
 }
 
 // withDefaults fills in what the HTTP layer itself uses; the workspace

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/image"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
@@ -84,6 +86,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
 	images := imageEnsurer{m: image.New(image.Config{}, cfg.Docker, logger), log: logger}
+	disks, disksWhy := openDisks(cfg, eng, abs, logger)
 	mgr, err := workspace.New(workspace.Config{
 		StateDir:        abs,
 		DefaultImage:    cfg.DefaultImage,
@@ -98,6 +101,9 @@ func New(cfg Config) (*Service, error) {
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
 		GitAuthor:       worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
+		Disks:           disks,
+		DisksWhy:        disksWhy,
+		DefaultDiskMB:   cfg.DefaultDiskMB,
 		Logger:          logger,
 	}, eng, images)
 	if err != nil {
@@ -241,6 +247,28 @@ func (s *Service) Shutdown(ctx context.Context) error {
 type engine interface {
 	workspace.Engine
 	Transport() string
+}
+
+// diskOpenTimeout bounds making and mounting the disk pool at start
+// (milliseconds; seconds on a loaded host).
+const diskOpenTimeout = time.Minute
+
+// openDisks opens the pool of workspaces' disks where the engine can keep
+// a workspace's writes on one; elsewhere it says why there are none.
+func openDisks(cfg Config, eng engine, stateDir string, logger *slog.Logger) (workspace.Disks, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), diskOpenTimeout)
+	defer cancel()
+	err := eng.DiskSupport(ctx)
+	var pool *disk.Pool
+	if err == nil {
+		pool, err = disk.Open(ctx, disk.Config{Dir: cfg.DiskDir, PoolMB: cfg.DiskPoolMB, Owner: stateDir, Logger: logger})
+	}
+	if err != nil {
+		logger.Warn("workspaces have no disk limit: one can fill the host's disk", "why", err)
+		return nil, err
+	}
+	logger.Info("workspaces' disks", "pool", cmp.Or(cfg.DiskDir, disk.DefaultDir), "pool_mb", pool.SizeMB())
+	return pool, nil
 }
 
 // newEngine makes cfg's engine.

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/disk"
 )
 
 // TestFork: a fork carries the source's container changes outside
@@ -125,13 +127,31 @@ func TestFork(t *testing.T) {
 		}
 	})
 
-	t.Run("delete removes the fork's image", func(t *testing.T) {
+	t.Run("delete removes the fork's disk or image", func(t *testing.T) {
 		dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer dc.Close()
 		ref := "patina/fork:" + dst.ID
+		if dst.DiskMB > 0 {
+			// A fork with a disk clones its source's (the container's layer
+			// included): no image is committed.
+			img := filepath.Join(disk.DefaultDir, "pool", dst.ID+".img")
+			if _, err := os.Stat(img); err != nil {
+				t.Fatalf("exp the fork's disk %s: %v", img, err)
+			}
+			if _, err := dc.ImageInspect(ctx, ref); err == nil {
+				t.Fatalf("exp no image committed for a fork with a disk, found %s", ref)
+			}
+			if err := h.Client.DeleteWorkspace(ctx, "copy", client.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(img); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the fork's disk %s is still there after its deletion: %v", img, err)
+			}
+			return
+		}
 		if _, err := dc.ImageInspect(ctx, ref); err != nil {
 			t.Fatalf("exp the fork's image %s: %v", ref, err)
 		}

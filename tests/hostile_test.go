@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/disk"
 )
 
 var (
@@ -186,10 +187,19 @@ func TestHostileSetuidAndDevices(t *testing.T) {
 		t.Fatalf("a setuid binary planted by the workspace gave a host user root")
 	}
 	t.Logf("running the planted setuid binary as nobody: %q", strings.TrimSpace(string(out)))
-	for d := filepath.Dir(ws.Worktree); d != h.StateDir && d != "/"; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err != nil || st.Mode().Perm()&0o077 != 0 {
+	// Some directory above it (its disk's root, or the state directory's
+	// worktrees) is root's alone, and so is every one up to the next that
+	// the sidecar made (the state directory, or the disks' pool).
+	sealed := false
+	for d := filepath.Dir(ws.Worktree); d != h.StateDir && d != "/" && d != disk.DefaultDir; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o077 != 0 {
 			t.Fatalf("exp %s reachable by root only, got %v %v", d, st.Mode(), err)
 		}
+		sealed = true
+	}
+	if !sealed {
+		t.Fatalf("exp a directory reachable by root only above %s", ws.Worktree)
 	}
 }
 

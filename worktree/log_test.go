@@ -184,3 +184,28 @@ func TestAppendLogBatch(t *testing.T) {
 		t.Fatalf("exit code lost: %+v", got[0])
 	}
 }
+
+func TestTrimLogKeepsTheNewest(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&b, "2025-11-21T05:00:00Z command (exit 0): cmd %d\n", i)
+	}
+	text := b.String()
+	if got := trimLog(text, len(text)); got != text {
+		t.Fatal("exp a log within the bound unchanged")
+	}
+	got := trimLog(text, 8<<10)
+	if len(got) > 8<<10 {
+		t.Fatalf("exp at most 8 KiB, got %d", len(got))
+	}
+	evs := parseLog(got)
+	if exp, got := "trimmed", evs[0].Kind; exp != got {
+		t.Fatalf("exp the first line to say what was dropped (%q), got %q", exp, got)
+	}
+	if !strings.HasSuffix(got, "cmd 999\n") {
+		t.Fatalf("exp the newest event kept, got %q", got[len(got)-40:])
+	}
+	if !strings.Contains(evs[0].Message, "earlier events dropped") {
+		t.Fatalf("exp the count of dropped events, got %q", evs[0].Message)
+	}
+}

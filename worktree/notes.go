@@ -24,6 +24,8 @@ const (
 const (
 	maxStateNote = 1 << 20
 	maxLogNote   = 64 << 20
+	// maxLogKeep bounds what a log note keeps (trimLog).
+	maxLogKeep = 1 << 20
 )
 
 // stateNote is the JSON state note. No path is stored: where a
@@ -301,7 +303,25 @@ func (r *Repo) appendEvent(ctx context.Context, obj string, evs ...Event) error 
 		b.WriteString(ev.String())
 		b.WriteByte('\n')
 	}
-	return r.writeNote(ctx, LogNotesRef, obj, []byte(b.String()))
+	return r.writeNote(ctx, LogNotesRef, obj, []byte(trimLog(b.String(), maxLogKeep)))
+}
+
+// trimLog keeps a log's newest lines within max bytes: older ones are
+// dropped, and a first line says how many. A workspace that runs commands
+// for months keeps a log note of bounded size in the user's repository.
+func trimLog(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	cut := len(text) - max/2 // keep the newest half, so trimming is rare
+	if i := strings.IndexByte(text[cut:], '\n'); i >= 0 {
+		cut += i + 1
+	} else {
+		cut = len(text)
+	}
+	dropped := strings.Count(text[:cut], "\n")
+	head := Event{Time: time.Now(), Kind: "trimmed", Message: fmt.Sprintf("%d earlier events dropped: the log keeps its newest %d KiB", dropped, max>>10)}
+	return head.String() + "\n" + text[cut:]
 }
 
 // logEvent appends ev to the log of a workspace after a change has been

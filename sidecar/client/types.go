@@ -34,6 +34,12 @@ type CreateWorkspaceRequest struct {
 	MemoryMB  int64   `json:"memory_mb,omitempty"`
 	CPUs      float64 `json:"cpus,omitempty"`
 	PidsLimit int64   `json:"pids_limit,omitempty"`
+	// DiskMB bounds everything the workspace writes (its files, its
+	// sessions' state and history, what it installs in its container) in
+	// MiB: writing past it gives ENOSPC inside (0: the sidecar's --disk).
+	// Refused (400) where the sidecar cannot enforce it (a remote engine,
+	// --engine swarm, a sidecar that is not root).
+	DiskMB int64 `json:"disk_mb,omitempty"`
 	// Network is "bridge" (default) or "none".
 	Network string `json:"network,omitempty"`
 	// IdleStop stops the workspace after this long without activity (a Go
@@ -70,12 +76,16 @@ type Workspace struct {
 	Notice string `json:"notice,omitempty"`
 	// Agent describes the workspace's agent, the process inside its
 	// container that runs its sessions.
-	Agent       *AgentStatus      `json:"agent,omitempty"`
-	Image       string            `json:"image"`
-	Network     string            `json:"network"`
-	MemoryMB    int64             `json:"memory_mb"`
-	CPUs        float64           `json:"cpus"`
-	PidsLimit   int64             `json:"pids_limit"`
+	Agent     *AgentStatus `json:"agent,omitempty"`
+	Image     string       `json:"image"`
+	Network   string       `json:"network"`
+	MemoryMB  int64        `json:"memory_mb"`
+	CPUs      float64      `json:"cpus"`
+	PidsLimit int64        `json:"pids_limit"`
+	// DiskMB is the size of its disk and DiskUsedMB how much of it is used
+	// (absent: no disk limit, see CreateWorkspaceRequest.DiskMB).
+	DiskMB      int64             `json:"disk_mb,omitempty"`
+	DiskUsedMB  *int64            `json:"disk_used_mb,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	ContainerID string            `json:"container_id,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`

@@ -19,10 +19,12 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -35,6 +37,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/patina-dev/patina/sidecar/disk"
 )
 
 // Labels on everything patina owns (containers, volumes, its network).
@@ -111,6 +115,10 @@ type Spec struct {
 	// Files is the host directory mounted at /workspace; "" gives the
 	// workspace a volume of its own.
 	Files string
+	// Disk is where the workspace's disk is mounted on the host
+	// (sidecar/disk): its files, its state and its container's writable
+	// layer are kept there (Files is then not used). "": no disk, volumes.
+	Disk string
 	// Mounts are further host directories (read-only object directories).
 	Mounts []Mount
 	// Placement are cluster placement constraints ("node.labels.gpu==1");
@@ -170,6 +178,11 @@ type Docker struct {
 	transport     string
 	local         bool
 	agent         agentVolume
+
+	diskMu      sync.Mutex // DiskSupport's answer, asked once
+	diskChecked bool
+	diskErr     error
+	diskSeen    atomic.Bool // the engine was seen to read a layer from a disk
 }
 
 // New returns a Docker engine. The agent's binary is read once, here.
@@ -256,14 +269,23 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	mounts := []mount.Mount{
 		{Type: mount.TypeVolume, Source: agentVol, Target: AgentDir, ReadOnly: true},
 	}
-	stateVol, err := d.ensureVolume(ctx, spec.WorkspaceID, "state")
-	if err != nil {
-		return "", err
+	switch {
+	case spec.Disk != "":
+		mounts = append(mounts,
+			mount.Mount{Type: mount.TypeBind, Source: filepath.Join(spec.Disk, "state"), Target: StatePath},
+			mount.Mount{Type: mount.TypeBind, Source: filepath.Join(spec.Disk, "files"), Target: Workdir})
+	default:
+		stateVol, err := d.ensureVolume(ctx, spec.WorkspaceID, "state")
+		if err != nil {
+			return "", err
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: stateVol, Target: StatePath})
 	}
-	mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: stateVol, Target: StatePath})
-	if spec.Files != "" {
+	switch {
+	case spec.Disk != "":
+	case spec.Files != "":
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Files, Target: Workdir})
-	} else {
+	default:
 		filesVol, err := d.ensureVolume(ctx, spec.WorkspaceID, "files")
 		if err != nil {
 			return "", err
@@ -325,6 +347,12 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	resp, err := d.api.ContainerCreate(ctx, cfg, host, nil, nil, ContainerName(spec.WorkspaceID))
 	if err != nil {
 		return "", fmt.Errorf("create container for workspace %s: %w", spec.WorkspaceID, err)
+	}
+	if spec.Disk != "" {
+		if err := d.BindDisk(ctx, resp.ID, spec.Disk); err != nil {
+			_ = d.api.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+			return "", err
+		}
 	}
 	if err := d.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		_ = d.api.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
@@ -475,6 +503,8 @@ type State struct {
 	Status  string // Docker's: created, running, exited, dead...
 	Error   string
 	Pid     int
+	// Image is the id of the container's image.
+	Image string
 }
 
 // Inspect returns a container's state; ErrNotFound when it is gone.
@@ -486,7 +516,7 @@ func (d *Docker) Inspect(ctx context.Context, id string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	st := State{ID: info.ID}
+	st := State{ID: info.ID, Image: info.Image}
 	if info.State != nil {
 		st.Running = info.State.Running && !info.State.Paused
 		st.Status = string(info.State.Status)
@@ -524,6 +554,7 @@ func (d *Docker) Stop(ctx context.Context, id string, timeout time.Duration) err
 // Remove removes a container, running or not; a missing one is not an
 // error. Its volumes stay (see RemoveVolumes).
 func (d *Docker) Remove(ctx context.Context, id string) error {
+	d.unbindDisk(ctx, id)
 	err := d.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", short(id), err)
@@ -590,8 +621,8 @@ func List(ctx context.Context, api API, stateDir string) ([]Owned, error) {
 	return out, nil
 }
 
-// Cleanup removes a state directory's containers and volumes (tests and
-// benchmarks clean up with it).
+// Cleanup removes a state directory's containers, volumes and disks (in
+// the host's pool, disk.DefaultDir): tests and benchmarks clean up with it.
 func Cleanup(ctx context.Context, api API, stateDir string) error {
 	owned, err := List(ctx, api, stateDir)
 	if err != nil {
@@ -599,6 +630,7 @@ func Cleanup(ctx context.Context, api API, stateDir string) error {
 	}
 	var errs []error
 	for _, c := range owned {
+		_ = unbindLayer(ctx, api, c.ID)
 		if err := api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		}
@@ -614,6 +646,11 @@ func Cleanup(ctx context.Context, api API, stateDir string) error {
 					errs = append(errs, err)
 				}
 			}
+		}
+	}
+	if stateDir != "" {
+		if abs, err := filepath.Abs(stateDir); err == nil {
+			errs = append(errs, disk.RemoveOwned(disk.DefaultDir, abs))
 		}
 	}
 	return errors.Join(errs...)

@@ -168,14 +168,6 @@ func TestSeal(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/bad\04`: `/bad\04`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Fatalf("%q: exp %q, got %q", in, want, got)
-		}
-	}
-}
-
 // pruningAPI removes the agent volume just before the first workspace
 // container is created, as another sidecar's prune could.
 type pruningAPI struct {

@@ -1,14 +1,13 @@
 package container
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/patina-dev/patina/internal/mountinfo"
 )
 
 // A repository workspace's files are a host directory mounted at
@@ -84,51 +83,8 @@ func Sealed(dir string) bool {
 // mountOptions returns the per-mount options of the mount at dir (the
 // last one mounted there), and whether there is one.
 func mountOptions(dir string) (string, bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", false, err
-	}
-	defer f.Close()
-	var opts string
-	found := false
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
-		if unescapeMountinfo(fields[4]) == dir {
-			opts, found = fields[5], true
-		}
-	}
-	return opts, found, sc.Err()
+	m, ok, err := mountinfo.At(dir)
+	return m.Options, ok, err
 }
 
-func hasOpt(opts, opt string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == opt {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+func hasOpt(opts, opt string) bool { return mountinfo.Mount{Options: opts}.HasOption(opt) }

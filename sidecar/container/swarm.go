@@ -165,7 +165,7 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	if err := validSpec(spec); err != nil {
 		return "", err
 	}
-	if spec.Files != "" || len(spec.Mounts) > 0 {
+	if spec.Files != "" || spec.Disk != "" || len(spec.Mounts) > 0 {
 		return "", fmt.Errorf("%w: host directories cannot be mounted into a swarm workspace", ErrUnsupported)
 	}
 	if spec.Agent.Token == "" {
@@ -906,6 +906,15 @@ func (s *Swarm) CopyVolumes(context.Context, CopySpec) error {
 }
 
 func (s *Swarm) RemoveImage(context.Context, string) error { return nil }
+
+// DiskSupport: a swarm workspace's container is on another node's engine,
+// where the sidecar mounts nothing.
+func (s *Swarm) DiskSupport(context.Context) error {
+	return fmt.Errorf("%w: on a cluster (--engine swarm) a workspace's container is on another node", ErrDiskUnsupported)
+}
+
+// BindDisk: see DiskSupport.
+func (s *Swarm) BindDisk(ctx context.Context, _, _ string) error { return s.DiskSupport(ctx) }
 
 // Places is true: workspaces take placement constraints.
 func (s *Swarm) Places() bool { return true }

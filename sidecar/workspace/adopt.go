@@ -60,11 +60,37 @@ func (m *Manager) Adopt() (adopted <-chan struct{}) {
 		}
 		wg.Wait()
 		m.adoptOrphans(m.bg)
+		m.removeOrphanDisks(m.bg)
 		m.log.Info("adoption done", "workspaces", len(wss))
 	}()
 	go m.eng.Watch(m.bg, m.onContainerEvent)
 	go m.reapIdle(m.bg)
 	return done
+}
+
+// removeOrphanDisks removes this sidecar's disks whose workspace has no
+// directory (a create or a delete cut short by a crash: create makes the
+// directory before the disk, delete removes the disk before the
+// directory).
+func (m *Manager) removeOrphanDisks(ctx context.Context) {
+	if m.cfg.Disks == nil {
+		return
+	}
+	ids, err := m.cfg.Disks.Owned()
+	if err != nil {
+		m.log.Warn("list the workspaces' disks", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if _, err := os.Stat(filepath.Join(m.cfg.StateDir, "workspaces", id)); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := m.cfg.Disks.Remove(ctx, id); err != nil {
+			m.log.Warn("remove the disk of a workspace that is gone", "workspace_id", id, "err", err)
+			continue
+		}
+		m.log.Info("removed the disk of a workspace that is gone", "workspace_id", id)
+	}
 }
 
 func readRecord(path string) (meta, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -105,6 +106,9 @@ func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest)
 	if err := m.validateCreate(&req); err != nil {
 		return client.Workspace{}, err
 	}
+	if err := m.checkDisk(ctx, &req.DiskMB); err != nil {
+		return client.Workspace{}, err
+	}
 	return m.create(ctx, req, nil)
 }
 
@@ -151,6 +155,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		CPUs:       req.CPUs,
 		PidsLimit:  req.PidsLimit,
 		Env:        req.Env,
+		DiskMB:     req.DiskMB,
 		CreatedAt:  time.Now().UTC(),
 		AgentToken: randomHex(32),
 	}
@@ -179,7 +184,9 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		md.BaseCommit = wt.BaseCommit
 		if m.eng.Local() {
 			md.ObjectDirs = wt.ObjectDirs
-			md.Worktree = filepath.Join(r.WorktreesDir(), wt.Name)
+			if md.DiskMB == 0 { // else its files are on its disk
+				md.Worktree = filepath.Join(r.WorktreesDir(), wt.Name)
+			}
 		} else {
 			md.Shipped = true // files in a volume, objects sent (ship.go)
 		}
@@ -197,12 +204,18 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		}
 		undo = append(undo, func() { m.removeWorktreeDir(md.Worktree) })
 	}
-	if fork != nil {
+	switch {
+	case fork != nil:
 		w.meta.ForkOf = fork.from
 		if err := fork.prepare(ctx, w, &undo); err != nil {
 			return fail(err)
 		}
 		md = w.meta
+	case md.DiskMB > 0:
+		if _, err := m.cfg.Disks.Create(ctx, md.ID, md.DiskMB); err != nil {
+			return fail(fmt.Errorf("make the workspace's disk: %w", err))
+		}
+		undo = append(undo, func() { _ = m.cfg.Disks.Remove(cleanup, md.ID) })
 	}
 	cid, err := m.eng.Create(ctx, w.spec())
 	if err != nil {
@@ -285,17 +298,22 @@ func (m *Manager) removeWorktreeDir(dir string) {
 // spec is the workspace's container.
 func (w *workspace) spec() container.Spec {
 	md := w.meta
+	img := md.Image
+	if md.ImageID != "" {
+		img = md.ImageID
+	}
 	s := container.Spec{
 		WorkspaceID: md.ID,
 		Name:        md.Name,
 		Repo:        md.Repo,
-		Image:       md.Image,
+		Image:       img,
 		Env:         md.Env,
 		MemoryMB:    md.MemoryMB,
 		CPUs:        md.CPUs,
 		PidsLimit:   md.PidsLimit,
 		Network:     md.Network,
 		Files:       md.Worktree,
+		Disk:        w.diskPath(),
 		Placement:   md.Placement,
 		Agent:       container.AgentStart{WorkspaceID: md.ID, Token: md.AgentToken, Args: w.agentArgs()},
 	}
@@ -303,6 +321,50 @@ func (w *workspace) spec() container.Spec {
 		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: objectsTarget(i, d), ReadOnly: true})
 	}
 	return s
+}
+
+// diskPath is where the workspace's disk is mounted on the host ("": it
+// has none).
+func (w *workspace) diskPath() string {
+	if w.meta.DiskMB == 0 || w.m.cfg.Disks == nil {
+		return ""
+	}
+	return w.m.cfg.Disks.Path(w.meta.ID)
+}
+
+// checkDisk checks a request's disk_mb, and gives a workspace that names
+// none the default disk where disks can be had.
+func (m *Manager) checkDisk(ctx context.Context, mb *int64) error {
+	if *mb < 0 {
+		return fmt.Errorf("%w: disk_mb must be positive, got %d", ErrInvalid, *mb)
+	}
+	why := m.diskSupport(ctx)
+	if why != nil {
+		if *mb > 0 {
+			return fmt.Errorf("%w: disk_mb: %v", ErrUnsupported, why)
+		}
+		return nil
+	}
+	size := m.cfg.Disks.SizeMB()
+	if *mb == 0 {
+		*mb = min(m.cfg.DefaultDiskMB, size)
+		return nil
+	}
+	if *mb < disk.MinMB || *mb > size {
+		return fmt.Errorf("%w: disk_mb must be between %d and %d (the sidecar's disk pool), got %d", ErrInvalid, disk.MinMB, size, *mb)
+	}
+	return nil
+}
+
+// diskSupport says whether workspaces get disks (nil) or why not.
+func (m *Manager) diskSupport(ctx context.Context) error {
+	if m.cfg.Disks == nil {
+		if m.cfg.DisksWhy != nil {
+			return m.cfg.DisksWhy
+		}
+		return errors.New("this sidecar keeps no disks for workspaces")
+	}
+	return m.eng.DiskSupport(ctx)
 }
 
 // objectsTarget is where the i-th object directory of the user's

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -158,21 +160,58 @@ func (n noteSink) append(ctx context.Context, evs []worktree.Event) error {
 func (n noteSink) read(ctx context.Context) ([]worktree.Event, error) { return n.repo.Log(ctx, n.id) }
 
 // fileSink is a scratch workspace's log: JSON lines in its directory.
-type fileSink struct{ path string }
+type fileSink struct {
+	path string
+	// max bounds the file (maxFileLog when 0): past it, the older half is
+	// dropped.
+	max int64
+}
+
+// maxFileLog bounds a scratch workspace's log on the host.
+const maxFileLog = 4 << 20
 
 func (f fileSink) append(_ context.Context, evs []worktree.Event) error {
 	fh, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
 	enc := json.NewEncoder(fh)
 	for _, ev := range evs {
 		if err := enc.Encode(ev); err != nil {
+			fh.Close()
 			return err
 		}
 	}
+	fi, err := fh.Stat()
+	fh.Close()
+	if err != nil {
+		return err
+	}
+	if max := cmp.Or(f.max, maxFileLog); fi.Size() > max {
+		return f.trim(max)
+	}
 	return nil
+}
+
+// trim keeps the newest half of the log, whole lines, after a line that
+// says how many events were dropped.
+func (f fileSink) trim(max int64) error {
+	b, err := os.ReadFile(f.path)
+	if err != nil {
+		return err
+	}
+	cut := len(b) - int(max/2)
+	if i := bytes.IndexByte(b[cut:], '\n'); i >= 0 {
+		cut += i + 1
+	} else {
+		cut = len(b)
+	}
+	head, err := json.Marshal(worktree.Event{Time: time.Now().UTC(), Kind: "trimmed",
+		Message: fmt.Sprintf("%d earlier events dropped: the log keeps its newest %d KiB", bytes.Count(b[:cut], []byte("\n")), max>>10)})
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(f.path, append(append(head, '\n'), b[cut:]...), 0o644)
 }
 
 func (f fileSink) read(context.Context) ([]worktree.Event, error) {

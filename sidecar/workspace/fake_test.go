@@ -120,6 +120,14 @@ func (e *fakeEngine) Start(ctx context.Context, id string) error {
 	return nil
 }
 
+// DiskSupport: the fake engine keeps no layers (its workspaces get no
+// disks unless a test gives the Manager some).
+func (e *fakeEngine) DiskSupport(context.Context) error {
+	return fmt.Errorf("%w: the fake engine", container.ErrDiskUnsupported)
+}
+
+func (e *fakeEngine) BindDisk(ctx context.Context, _, _ string) error { return e.DiskSupport(ctx) }
+
 // stopLocked ends a container's agent and, with killShells, every process
 // started in it (a container's processes die with it).
 func (e *fakeEngine) stopLocked(c *fakeContainer, killShells bool) {

@@ -79,7 +79,11 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 	if err := m.validateCreate(&creq); err != nil {
 		return client.Workspace{}, err
 	}
+	creq.DiskMB = md.DiskMB // a clone of the source's disk, or none as it has none
 	plan := &forkPlan{from: md.ID, prepare: func(ctx context.Context, w *workspace, undo *[]func()) error {
+		if md.DiskMB > 0 {
+			return m.forkDisk(ctx, md, w, undo)
+		}
 		img := md.Image
 		ref := "patina/fork:" + w.meta.ID
 		switch err := m.eng.Commit(ctx, md.ContainerID, md.ID, ref); {
@@ -105,4 +109,21 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 	}
 	m.log.Info("workspace forked", "from", md.ID, "workspace_id", ws.ID, "name", ws.Name)
 	return ws, nil
+}
+
+// forkDisk makes the fork's disk a clone of its source's (files, sessions'
+// state, the container's writable layer: shared until either side writes,
+// sparse files sparse), and gives the fork's container the source's image
+// as it is now (its layer applies to that image).
+func (m *Manager) forkDisk(ctx context.Context, src meta, w *workspace, undo *[]func()) error {
+	imageID := src.ImageID
+	if st, err := m.eng.Inspect(ctx, src.ContainerID); err == nil && st.Image != "" {
+		imageID = st.Image
+	}
+	if _, err := m.cfg.Disks.Clone(ctx, src.ID, w.meta.ID); err != nil {
+		return fmt.Errorf("clone the disk of workspace %s: %w", src.Name, err)
+	}
+	*undo = append(*undo, func() { _ = m.cfg.Disks.Remove(context.WithoutCancel(ctx), w.meta.ID) })
+	w.meta.ImageID = imageID
+	return nil
 }

@@ -134,6 +134,11 @@ func (w *workspace) start(ctx context.Context) error {
 	if err := m.images.Ensure(ctx, md.Image); err != nil {
 		return err
 	}
+	if md.DiskMB > 0 {
+		if err := w.mountDisk(ctx); err != nil {
+			return err
+		}
+	}
 	st, err := m.eng.Inspect(ctx, md.ContainerID)
 	switch {
 	case errors.Is(err, container.ErrNotFound) || md.ContainerID == "":
@@ -147,6 +152,11 @@ func (w *workspace) start(ctx context.Context) error {
 	case err != nil:
 		return err
 	case !st.Running:
+		if md.DiskMB > 0 {
+			if err := m.eng.BindDisk(ctx, md.ContainerID, w.diskPath()); err != nil {
+				return fmt.Errorf("put its container's layer on its disk: %w", err)
+			}
+		}
 		if err := m.eng.Start(ctx, md.ContainerID); err != nil {
 			return err
 		}
@@ -179,6 +189,17 @@ func (w *workspace) start(ctx context.Context) error {
 	w.mu.Unlock()
 	w.logEvent(worktree.Event{Kind: "started"})
 	return w.save(ctx)
+}
+
+// mountDisk mounts the workspace's disk if it is not (the host restarted).
+func (w *workspace) mountDisk(ctx context.Context) error {
+	if w.m.cfg.Disks == nil {
+		return fmt.Errorf("its disk cannot be mounted: %v", w.m.diskSupport(ctx))
+	}
+	if _, err := w.m.cfg.Disks.Mount(ctx, w.id()); err != nil {
+		return fmt.Errorf("mount its disk: %w", err)
+	}
+	return nil
 }
 
 func (w *workspace) agentClient() (*agent.Client, error) {
@@ -242,6 +263,11 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	}
 	if md.Worktree != "" {
 		m.removeWorktreeDir(md.Worktree)
+	}
+	if md.DiskMB > 0 && m.cfg.Disks != nil {
+		if err := m.cfg.Disks.Remove(ctx, md.ID); err != nil {
+			m.log.Warn("remove the workspace's disk", "workspace_id", md.ID, "err", err)
+		}
 	}
 	if err := os.RemoveAll(w.dir); err != nil {
 		m.log.Warn("remove the workspace's directory", "workspace_id", md.ID, "err", err)

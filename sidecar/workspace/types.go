@@ -8,6 +8,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -32,6 +33,24 @@ type Engine interface {
 	CopyVolumes(ctx context.Context, spec container.CopySpec) error
 	RemoveImage(ctx context.Context, ref string) error
 	DialAgent(ctx context.Context, containerID string) (net.Conn, error)
+	// DiskSupport says whether workspaces here can have disks (nil) or why
+	// not; BindDisk keeps a stopped container's writable layer on its
+	// workspace's disk (Create does it for a new one).
+	DiskSupport(ctx context.Context) error
+	BindDisk(ctx context.Context, containerID, disk string) error
+}
+
+// Disks gives workspaces disks of their own, with a hard size (disk.Pool).
+type Disks interface {
+	SizeMB() int64
+	Create(ctx context.Context, id string, sizeMB int64) (string, error)
+	Mount(ctx context.Context, id string) (string, error)
+	Clone(ctx context.Context, src, dst string) (string, error)
+	Usage(id string) (disk.Usage, error)
+	Path(id string) string
+	Remove(ctx context.Context, id string) error
+	// Owned lists the workspaces of this sidecar that have a disk.
+	Owned() ([]string, error)
 }
 
 // Images makes sure an image is present (pulling or explaining how to
@@ -74,6 +93,13 @@ type Config struct {
 	IdleCheck time.Duration
 	// AgentStartTimeout bounds waiting for a started agent to answer (15 s).
 	AgentStartTimeout time.Duration
+	// Disks gives workspaces their disks (nil: none, no disk limit, and
+	// DisksWhy says why).
+	Disks    Disks
+	DisksWhy error
+	// DefaultDiskMB is the disk of a workspace whose request names none
+	// (disk.DefaultMB, at most the pool's size).
+	DefaultDiskMB int64
 	// GitAuthor signs patina's commits.
 	GitAuthor worktree.Signature
 	// Logger (default: discard).
@@ -86,6 +112,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultCPUs == 0 {
 		c.DefaultCPUs = 2
+	}
+	if c.DefaultDiskMB == 0 {
+		c.DefaultDiskMB = disk.DefaultMB
 	}
 	if c.DefaultPids == 0 {
 		c.DefaultPids = 4096
@@ -172,6 +201,14 @@ type meta struct {
 	IdleStopped bool   `json:"idle_stopped,omitempty"`
 	// Placement are the request's placement constraints (--engine swarm).
 	Placement []string `json:"placement,omitempty"`
+	// DiskMB is the size of the workspace's disk (sidecar/disk), which
+	// holds its files, its state and its container's writable layer; 0: it
+	// has none (made before disks, or where disks are not available).
+	DiskMB int64 `json:"disk_mb,omitempty"`
+	// ImageID is the image its container is made from when it must be
+	// exactly that one (a fork with a disk: its source's image, to which
+	// the cloned layer applies); "": Image.
+	ImageID string `json:"image_id,omitempty"`
 	// ForkOf is the id of the workspace this one was forked from, and
 	// ForkImage the image committed from its container for it (removed
 	// with this workspace).

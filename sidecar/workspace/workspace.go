@@ -14,6 +14,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -151,6 +152,18 @@ func (w *workspace) client() (*agent.Client, error) {
 
 // view is the workspace's API description.
 func (w *workspace) view() client.Workspace {
+	v := w.viewOfRecord()
+	if v.DiskMB > 0 && w.m.cfg.Disks != nil {
+		if u, err := w.m.cfg.Disks.Usage(v.ID); err == nil {
+			v.DiskUsedMB = &u.UsedMB
+		}
+		v.Worktree = filepath.Join(w.m.cfg.Disks.Path(v.ID), disk.FilesDir)
+	}
+	return v
+}
+
+// viewOfRecord is the API description from what the sidecar holds.
+func (w *workspace) viewOfRecord() client.Workspace {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	md := w.meta
@@ -170,6 +183,7 @@ func (w *workspace) view() client.Workspace {
 		MemoryMB:    md.MemoryMB,
 		CPUs:        md.CPUs,
 		PidsLimit:   md.PidsLimit,
+		DiskMB:      md.DiskMB,
 		Env:         md.Env,
 		ContainerID: md.ContainerID,
 		CreatedAt:   md.CreatedAt,

@@ -57,6 +57,9 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		Engine:           s.Engine,
 		NodeBinary:       s.NodeBinary,
 		SwarmUnencrypted: s.Unencrypted,
+		DefaultDiskMB:    s.DiskMB,
+		DiskPoolMB:       s.DiskPoolMB,
+		DiskDir:          s.DiskDir,
 	})
 	if err != nil {
 		return err

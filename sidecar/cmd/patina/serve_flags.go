@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/image"
 	"github.com/spf13/cobra"
 )
@@ -21,6 +22,8 @@ type serveOptions struct {
 	logLevel, logFormat          string
 	shutdownTimeout              time.Duration
 	idleStop                     time.Duration
+	diskMB, diskPoolMB           int64
+	diskDir                      string
 }
 
 // serveSettings are serve's flags resolved against the environment.
@@ -32,6 +35,8 @@ type serveSettings struct {
 	Logger                       *slog.Logger
 	ShutdownTimeout              time.Duration
 	IdleStop                     time.Duration
+	DiskMB, DiskPoolMB           int64
+	DiskDir                      string
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -80,6 +85,9 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight when stopping")
+	f.Int64Var(&o.diskMB, "disk", disk.DefaultMB, "the disk in MB of a workspace whose request names none: everything it writes (its files, its sessions' state, what it installs in its container) must fit, or writes fail with ENOSPC inside. Disks live in a pool (--disk-dir), an XFS image made on first start; they need root, a local engine with the overlay2 or fuse-overlayfs storage driver, and xfsprogs. Elsewhere workspaces have no disk limit (said in the log)")
+	f.StringVar(&o.diskDir, "disk-dir", disk.DefaultDir, "where the host's pool of workspace disks is kept (pool.img, and a mount point per disk); every sidecar of the host can share it")
+	f.Int64Var(&o.diskPoolMB, "disk-pool", 0, "the size in MB of the disk pool when it is made (a sparse file: it takes host space only as workspaces write; default 80% of the free space under the state directory). It bounds what all workspaces together can write, and so protects the host")
 	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection starts it again")
 	return cmd
 }
@@ -108,6 +116,22 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.image == "" {
 		return s, usagef("--image must not be empty")
 	}
+	if o.diskMB == 0 {
+		o.diskMB = disk.DefaultMB
+	}
+	if o.diskDir == "" {
+		o.diskDir = disk.DefaultDir
+	}
+	if o.diskMB < disk.MinMB {
+		return s, usagef("--disk must be at least %d (MB), not %d", disk.MinMB, o.diskMB)
+	}
+	if o.diskPoolMB < 0 {
+		return s, usagef("--disk-pool must not be negative")
+	}
+	if !strings.HasPrefix(o.diskDir, "/") {
+		return s, usagef("--disk-dir must be an absolute path, not %q", o.diskDir)
+	}
+	s.DiskMB, s.DiskPoolMB, s.DiskDir = o.diskMB, o.diskPoolMB, o.diskDir
 	if o.idleStop < 0 || (o.idleStop > 0 && o.idleStop < time.Second) || o.idleStop > 720*time.Hour {
 		return s, usagef("--idle-stop must be 0 (never) or between 1s and 720h, not %s", o.idleStop)
 	}

@@ -16,7 +16,7 @@ type wsCreateOptions struct {
 	idleStop                         string
 	placement                        []string
 	env                              []string
-	memoryMB, pids                   int64
+	memoryMB, pids, diskMB           int64
 	cpus                             float64
 	json                             bool
 }
@@ -35,9 +35,11 @@ workspace: an empty /workspace and no git.
 
 The container runs --image (default: the sidecar's, patina/base:bookworm; build
 it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
-2 CPUs, 4096 processes.`,
+2 CPUs, 4096 processes, and a disk of 10240 MB holding everything the
+workspace writes (where the sidecar can keep disks: a local engine, a root
+sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 		Example: `  patina ws create --name fix-tests --repo .
-  patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192
+  patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192 --disk 20480
   patina ws create --network none --json        # a scratch workspace without network`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,6 +68,7 @@ it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
 	f.Int64Var(&o.memoryMB, "memory", 0, "memory limit in MB (default: the sidecar's, 4096)")
 	f.Float64Var(&o.cpus, "cpus", 0, "CPU limit, e.g. 1.5 (default: the sidecar's, 2)")
 	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
+	f.Int64Var(&o.diskMB, "disk", 0, "disk limit in MB for everything the workspace writes (its files, its sessions' state, what it installs): past it, writes fail with \"No space left on device\" inside (default: the sidecar's --disk)")
 	f.StringVar(&o.network, "network", "", `"bridge" (default) or "none"`)
 	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop); its next use starts it again`)
 	f.StringArrayVar(&o.placement, "placement", nil, "a Swarm placement `CONSTRAINT`, e.g. node.labels.gpu==1 (repeatable; only with patina serve --engine swarm)")
@@ -82,6 +85,7 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 		MemoryMB:  o.memoryMB,
 		CPUs:      o.cpus,
 		PidsLimit: o.pids,
+		DiskMB:    o.diskMB,
 		Network:   o.network,
 		IdleStop:  o.idleStop,
 		Placement: o.placement,
@@ -101,8 +105,8 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 	default:
 		return req, usagef("--network must be bridge or none, not %q", o.network)
 	}
-	if o.memoryMB < 0 || o.cpus < 0 || o.pids < 0 {
-		return req, usagef("--memory, --cpus and --pids must not be negative")
+	if o.memoryMB < 0 || o.cpus < 0 || o.pids < 0 || o.diskMB < 0 {
+		return req, usagef("--memory, --cpus, --pids and --disk must not be negative")
 	}
 	env, err := parseEnv(o.env)
 	if err != nil {
