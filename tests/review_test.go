@@ -348,3 +348,39 @@ func (h *Harness) cli(t *testing.T, exp int, args ...string) cliOut {
 	}
 	return cliOut{out.String(), errb.String()}
 }
+
+// A commit before any diff is what its answer showed: a merge naming no
+// commit merges exactly it, and refuses once the workspace moved on.
+func TestCommitThenMergeWithoutDiff(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "blind", Repo: repo})
+	ctx := context.Background()
+	h.Out("blind", "default", "echo one > one.txt")
+	c, err := h.Client.Commit(ctx, "blind", client.CommitRequest{Message: "one"})
+	if err != nil || !c.Committed || !c.Reviewed {
+		t.Fatalf("commit: exp a commit that is now the one to merge, got %+v %v", c, err)
+	}
+	h.Out("blind", "default", "echo two > two.txt && git add -A && git commit -qm two")
+	if _, err := h.Client.Merge(ctx, "blind", client.MergeRequest{}); !IsCode(err, client.CodeConflict) {
+		t.Fatalf("merge after the workspace moved on: exp 409 conflict, got %v", err)
+	}
+	if _, err := h.Client.Merge(ctx, "blind", client.MergeRequest{Commit: c.Commit}); err != nil {
+		t.Fatalf("merge of the commit shown: %v", err)
+	}
+	if got := revParse(repo, "main"); got != c.Commit {
+		t.Fatalf("main: exp exactly the commit shown %s, got %s", c.Commit, got)
+	}
+	h2 := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "blind2", Repo: repo})
+	h.Out(h2.Name, "default", "echo three > three.txt")
+	c2, err := h.Client.Commit(ctx, h2.Name, client.CommitRequest{Message: "three"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Client.Merge(ctx, h2.Name, client.MergeRequest{}); err != nil {
+		t.Fatalf("merge of the commit just made, no diff: %v", err)
+	}
+	if got := revParse(repo, "main"); got != c2.Commit {
+		t.Fatalf("main: exp %s, got %s", c2.Commit, got)
+	}
+}

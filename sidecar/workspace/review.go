@@ -22,7 +22,8 @@ import (
 // since) or when what was shown held uncommitted work (a merge records
 // nothing: commit it first). A commit answer carries the review over to
 // its commit only when that commit records exactly what was shown: the
-// same tree, on the reviewed commit. Anything the workspace did after the
+// same tree, on the reviewed commit (a commit before any diff is itself
+// what was shown: its answer names it). Anything the workspace did after the
 // diff (a background job's commit, a file written meanwhile) makes the
 // commit's tree differ, and so needs a new look.
 
@@ -127,11 +128,20 @@ func (w *workspace) reviewDiff(d worktree.Diff) error {
 
 // reviewCommit carries the review over to a recorded commit that records
 // exactly what was reviewed: the reviewed tree, on the reviewed commit (or
-// the reviewed commit itself). It reports whether it did.
+// the reviewed commit itself). With no review yet (a commit before any
+// diff), the commit its answer names is what its user was shown. It
+// reports whether the commit is now the review.
 func (w *workspace) reviewCommit(ctx context.Context, repo *worktree.Repo, commit string) (bool, error) {
 	rv, err := w.readReview()
-	if err != nil || rv == nil {
+	if err != nil {
 		return false, err
+	}
+	if rv == nil {
+		ci, err := repo.ReadCommit(ctx, commit)
+		if err != nil {
+			return false, err
+		}
+		return true, w.setReview(review{Commit: commit, Tree: ci.Tree, By: "commit"}, nil)
 	}
 	ci, err := repo.ReadCommit(ctx, commit)
 	if err != nil {
