@@ -225,14 +225,10 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	} else if werr != nil {
 		code = -1
 	}
-	var rss int64
-	if cmd.ProcessState != nil {
-		rss = peakRSS(cmd.ProcessState)
-	}
 	g.logger.LogAttrs(ctx, slog.LevelDebug, "git",
 		slog.Any("args", c.args), slog.String("dir", c.dir),
 		slog.Int("exit_code", code), slog.Bool("stopped", stoppedEarly),
-		slog.Duration("duration", time.Since(start)), slog.Int64("max_rss", rss))
+		slog.Duration("duration", time.Since(start)))
 
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("git %s: %w", firstArg(c.args), ctxErr)

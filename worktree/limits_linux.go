@@ -55,12 +55,3 @@ func (l procLimits) hitCPU(ps *os.ProcessState) bool {
 	}
 	return false
 }
-
-// peakRSS is the most memory the process ps describes had resident, in
-// bytes (getrusage's ru_maxrss, in KiB on Linux).
-func peakRSS(ps *os.ProcessState) int64 {
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss << 10
-	}
-	return 0
-}

@@ -8,5 +8,3 @@ import "os"
 func (l procLimits) apply(pid int) error { return nil }
 
 func (l procLimits) hitCPU(ps *os.ProcessState) bool { return false }
-
-func peakRSS(ps *os.ProcessState) int64 { return 0 }
