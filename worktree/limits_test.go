@@ -3,6 +3,8 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -242,4 +244,41 @@ func TestGitCPULimit(t *testing.T) {
 		t.Fatalf("exp the spinning git stopped after about a second of CPU, took %v", took)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// The memory limit is on what git allocates, not on the packs it maps: a
+// repository whose pack is several times the limit works as usual. (With
+// RLIMIT_AS at 32 MiB, or even 256 MiB, git could not map this pack:
+// "packfile ... cannot be mapped".)
+func TestGitMemoryLimitIgnoresPackSize(t *testing.T) {
+	t.Parallel()
+	requireLinux(t)
+	if testing.Short() {
+		t.Skip("writes an 80 MB pack")
+	}
+	repo := newUserRepo(t)
+	noise := make([]byte, 40<<20)
+	for i := range 2 {
+		rand.Read(noise)
+		writeFile(t, filepath.Join(repo, fmt.Sprintf("big%d.bin", i)), string(noise))
+	}
+	gitT(t, repo, "add", "-A")
+	gitT(t, repo, "commit", "-q", "-m", "big files")
+	gitT(t, repo, "repack", "-adq")
+	r, err := Open(testCtx(t), Config{StateDir: t.TempDir(), Logger: testLogger(t), GitMemoryBytes: 32 << 20}, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := mustCreate(t, r, CreateRequest{Name: "small"})
+	in := newInside(t, ws)
+	agentCommit(t, r, ws, in, map[string]string{"small.txt": "small\n"})
+	if d := diffOf(t, r, ws, in); len(d.Files) != 1 {
+		t.Fatalf("exp one file in the diff, got %+v", d.Files)
+	}
+	if _, err := r.Merge(testCtx(t), "small", MergeRequest{}); err != nil {
+		t.Fatalf("merge under a 32 MiB limit in a repository of an 80 MB pack: %v", err)
+	}
+	if exp, got := "small\n", readFile(t, filepath.Join(repo, "small.txt")); exp != got {
+		t.Fatalf("exp the merged file, got %q", got)
+	}
 }
