@@ -31,16 +31,17 @@ import (
 type packLimits struct {
 	packBytes   int64 // the stream itself, trailer included
 	objectBytes int64 // any one object, inflated: its declared size, or a delta's result size
-	totalBytes  int64 // the sum of the objects' inflated sizes (a delta counts its result)
+	totalBytes  int64 // the sum of the objects' inflated sizes (a delta counts its result) and of the deltas' data
 	hashLen     int   // 20 (sha1) or 32 (sha256): REF_DELTA bases and the trailer
 }
 
 // packStats describes a pack scanPack accepted.
 type packStats struct {
-	Objects  uint32 // as the header declares (and the pack holds)
-	Deltas   uint32 // OFS_DELTA and REF_DELTA entries
-	Inflated int64  // sum of the objects' inflated sizes, deltas counted by their result
-	Bytes    int64  // length of the stream
+	Objects   uint32 // as the header declares (and the pack holds)
+	Deltas    uint32 // OFS_DELTA and REF_DELTA entries
+	Inflated  int64  // sum of the objects' inflated sizes, deltas counted by their result
+	DeltaData int64  // sum of the deltas' own inflated sizes
+	Bytes     int64  // length of the stream
 }
 
 // Pack object types (git's enum object_type).
@@ -191,6 +192,10 @@ func (s *packScanner) object(i uint32) error {
 	}
 	if delta {
 		s.stats.Deltas++
+		s.stats.DeltaData += int64(size)
+		if err := s.checkTotal(); err != nil {
+			return err
+		}
 	}
 	return s.inflate(i, size, delta)
 }
@@ -198,7 +203,14 @@ func (s *packScanner) object(i uint32) error {
 // count adds an object of n inflated bytes to the total.
 func (s *packScanner) count(n uint64) error {
 	s.stats.Inflated += int64(n) // n ≤ objectBytes: no overflow before the check
-	if s.stats.Inflated > s.lim.totalBytes {
+	return s.checkTotal()
+}
+
+// checkTotal refuses a pack whose objects and delta data inflate to more
+// than the total limit: the objects are what git will hold and write, the
+// delta data what it (and the scanner) must inflate to get them.
+func (s *packScanner) checkTotal() error {
+	if s.stats.Inflated+s.stats.DeltaData > s.lim.totalBytes {
 		return fmt.Errorf("%w: the workspace's objects inflate to more than patina's limit of %s in all", ErrTooLarge, formatBytes(s.lim.totalBytes))
 	}
 	return nil

@@ -162,6 +162,24 @@ func TestScanPackRefusesTotal(t *testing.T) {
 	}
 }
 
+// Delta data counts towards the total too: it is what git and the
+// scanner must inflate, even when the deltas make little.
+func TestScanPackCountsDeltaData(t *testing.T) {
+	t.Parallel()
+	blob := []byte("base\n")
+	data := append(append(varint(uint64(len(blob))), varint(1)...), make([]byte, 1<<20)...)
+	objs := []testObj{blobObj(blob)}
+	for range 8 {
+		objs = append(objs, ofsDelta(0, data))
+	}
+	lim := packLimits{packBytes: 1 << 30, objectBytes: 2 << 20, totalBytes: 4 << 20, hashLen: 20}
+	_, st, err := scanBytes(buildPack(t, 20, objs...), lim)
+	wantErr(t, err, ErrTooLarge)
+	if st.Deltas != 4 || st.Inflated > 10 {
+		t.Fatalf("exp the fourth delta's data to cross 4 MiB while the objects are a few bytes, got %+v", st)
+	}
+}
+
 // Every way a pack can lie or break is refused, as the right kind of
 // error, and nothing after the point of refusal is handed on.
 func TestScanPackRefusesBrokenPacks(t *testing.T) {
@@ -354,7 +372,7 @@ func FuzzScanPack(f *testing.F) {
 		if !bytes.Equal(out.Bytes(), pack) {
 			t.Fatal("accepted a pack without handing it all on")
 		}
-		if st.Inflated > lim.totalBytes || st.Bytes != int64(len(pack)) {
+		if st.Inflated+st.DeltaData > lim.totalBytes || st.Bytes != int64(len(pack)) {
 			t.Fatalf("accepted beyond the limits: %+v", st)
 		}
 	})

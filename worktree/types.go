@@ -30,7 +30,8 @@ type Config struct {
 	// MaxObjectBytes bounds the total inflated size of the objects one pack
 	// brings (a small pack can inflate to a huge blob, which Apply and Merge
 	// would write into the user's working tree), as the pack declares it,
-	// a delta counting the size of its result. Default: 4 × MaxPackBytes.
+	// a delta counting the size of its result and of its own data.
+	// Default: 4 × MaxPackBytes.
 	MaxObjectBytes int64
 	// MaxSingleObjectBytes bounds the inflated size of any one object a
 	// pack brings, as declared, or made by a delta. git holds an object
