@@ -8,7 +8,9 @@ package tests
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io"
@@ -616,4 +618,179 @@ func TestHostileAgentToken(t *testing.T) {
 		t.Fatalf("exp a reported agent restart: %+v %v", w.Agent, err)
 	}
 	h.responsive("bystander")
+}
+
+// gitPeak samples, every millisecond until stop is called, the peak
+// resident memory (VmHWM) of the sidecar's git children, and returns the
+// largest. (getrusage's ru_maxrss would not do: a child Go starts with
+// vfork inherits its parent's peak at exec.)
+func (h *Harness) gitPeak() (stop func() int64) {
+	pid := h.pid()
+	done := make(chan struct{})
+	var peak int64
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+			for _, task := range tasks {
+				b, _ := os.ReadFile(task)
+				for _, child := range strings.Fields(string(b)) {
+					if comm, _ := os.ReadFile("/proc/" + child + "/comm"); strings.TrimSpace(string(comm)) != "git" {
+						continue
+					}
+					status, _ := os.ReadFile("/proc/" + child + "/status")
+					for _, l := range strings.Split(string(status), "\n") {
+						if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+							kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+							peak = max(peak, kb<<10)
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-finished
+		return peak
+	}
+}
+
+// deltaBombPack is the pack seen at main: one 16 MiB blob of zeros and a
+// delta (OFS_DELTA) copying it 256 times, 4 GiB, in about 16 KB.
+func deltaBombPack() []byte {
+	const blob = 16 << 20
+	varint := func(n uint64) []byte {
+		var out []byte
+		for n >= 0x80 {
+			out = append(out, byte(n)|0x80)
+			n >>= 7
+		}
+		return append(out, byte(n))
+	}
+	header := func(typ byte, size uint64) []byte {
+		c := typ<<4 | byte(size&15)
+		var out []byte
+		for size >>= 4; size > 0; size >>= 7 {
+			out = append(out, c|0x80)
+			c = byte(size & 0x7f)
+		}
+		return append(out, c)
+	}
+	deflate := func(b []byte) []byte {
+		var z bytes.Buffer
+		w, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+		w.Write(b)
+		w.Close()
+		return z.Bytes()
+	}
+	// Copy instructions of 8 MiB each: offset 0 or 8 MiB, size 0x800000.
+	delta := append(varint(blob), varint(256*blob)...)
+	for range 256 {
+		delta = append(delta, 0x80|0x40, 0x80, 0x80|0x04|0x40, 0x80, 0x80)
+	}
+	pack := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x02")
+	pack = append(pack, header(3, blob)...)
+	pack = append(pack, deflate(make([]byte, blob))...)
+	// OFS_DELTA: the distance back to the blob, in git's encoding.
+	ofs := uint64(len(pack) - 12)
+	back := []byte{byte(ofs & 0x7f)}
+	for ofs >>= 7; ofs > 0; ofs >>= 7 {
+		ofs--
+		back = append([]byte{byte(0x80 | ofs&0x7f)}, back...)
+	}
+	pack = append(pack, header(6, uint64(len(delta)))...)
+	pack = append(pack, back...)
+	pack = append(pack, deflate(delta)...)
+	sum := sha1.Sum(pack)
+	return append(pack, sum[:]...)
+}
+
+// A workspace whose git answers pack-objects with a delta bomb (a 16 KB
+// pack that inflates to 4 GiB) costs the host nothing: diff and commit
+// fail at once with a 413 naming the limit, host git stays small, the
+// user's repository is untouched, other workspaces carry on. At main,
+// host git index-pack reached 4.2 GB for tens of seconds.
+func TestHostileGitDeltaBomb(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bomber", Repo: repo})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	ctx := context.Background()
+	if err := h.Client.WriteFile(ctx, "bomber", "bomb.pack", deltaBombPack()); err != nil {
+		t.Fatal(err)
+	}
+	// Work committed inside, so the host must ask for a pack; then git is
+	// shadowed: pack-objects answers with the bomb, the rest is git.
+	h.Out("bomber", "default", `set -e
+mv /workspace/bomb.pack /root/bomb.pack
+echo b > b.txt; git add b.txt; git commit -qm work
+mv /usr/bin/git /usr/bin/git.real
+printf '#!/bin/sh\nfor a in "$@"; do [ "$a" = pack-objects ] && exec cat /root/bomb.pack; done\nexec /usr/bin/git.real "$@"\n' > /usr/bin/git
+chmod +x /usr/bin/git
+git status --short`)
+	// The branches and tags, and the packs: what an accepted pack would
+	// add to. (The notes move: the sidecar logs commands there.)
+	refs := func() string {
+		return git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
+	}
+	packs := func() string {
+		var b strings.Builder
+		ents, _ := os.ReadDir(filepath.Join(repo, ".git", "objects", "pack"))
+		for _, e := range ents {
+			fmt.Fprintln(&b, e.Name())
+		}
+		quarantines, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "patina-incoming-*"))
+		fmt.Fprintln(&b, quarantines)
+		return b.String()
+	}
+	refsBefore, packsBefore := refs(), packs()
+
+	stop := h.gitPeak()
+	for name, op := range map[string]func(context.Context) error{
+		"diff": func(ctx context.Context) error { _, err := h.Client.Diff(ctx, "bomber"); return err },
+		"commit": func(ctx context.Context) error {
+			_, err := h.Client.Commit(ctx, "bomber", client.CommitRequest{Message: "more"})
+			return err
+		},
+	} {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		start := time.Now()
+		err := op(cctx)
+		took := time.Since(start)
+		cancel()
+		t.Logf("%s: %v (%s)", name, err, took.Round(time.Millisecond))
+		if !IsCode(err, client.CodeTooLarge) || !strings.Contains(err.Error(), "over patina's limit of 512 MiB") {
+			t.Errorf("%s: exp 413 naming the limit, got %v", name, err)
+		}
+		if took > time.Second {
+			t.Errorf("%s: exp the refusal within a second, took %s", name, took)
+		}
+	}
+	peak := stop()
+	t.Logf("host git's peak resident memory: %.1f MB", float64(peak)/1e6)
+	if peak > 64e6 {
+		t.Errorf("exp host git under 64 MB, it reached %.0f MB", float64(peak)/1e6)
+	}
+	h.responsive("bystander")
+	if got := refs(); got != refsBefore {
+		t.Errorf("the user's refs changed:\nbefore %s\nafter %s", refsBefore, got)
+	}
+	if got := packs(); got != packsBefore {
+		t.Errorf("the user's packs changed:\nbefore %s\nafter %s", packsBefore, got)
+	}
+	git("fsck", "--full", "--strict")
 }

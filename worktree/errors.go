@@ -46,9 +46,11 @@ var (
 	// checks, objects missing, or a head that is not a commit. Nothing was
 	// written to the user's repository.
 	ErrRejected = errors.New("worktree: objects rejected")
-	// ErrTooLarge: a pack over Config.MaxPackBytes, objects inflating to more
-	// than Config.MaxObjectBytes, or git output over an internal bound.
-	// Nothing was written to the user's repository.
+	// ErrTooLarge: a pack over Config.MaxPackBytes, an object (or a delta's
+	// result) over Config.MaxSingleObjectBytes, objects inflating to more
+	// than Config.MaxObjectBytes, a host git over Config.GitMemoryBytes or
+	// Config.GitCPUTime, or git output over an internal bound. The message
+	// names the limit. Nothing was written to the user's repository.
 	ErrTooLarge = errors.New("worktree: too large")
 )
 

@@ -61,7 +61,8 @@ const (
 type runner struct {
 	path   string
 	env    []string
-	extra  []string // more -c options after fixedConfig
+	extra  []string   // more -c options after fixedConfig
+	limits procLimits // set on every process (the host's runner only)
 	logger *slog.Logger
 }
 
@@ -113,6 +114,10 @@ func gitEnv(base []string, author Signature) []string {
 		"GIT_COMMITTER_EMAIL="+author.Email,
 	)
 }
+
+// errOutOfMemory is git failing to allocate: under patina's limits, the
+// work was too large.
+var errOutOfMemory = fmt.Errorf("%w: git ran out of memory", ErrTooLarge)
 
 // errStopped is returned by a stream consumer that has read enough; the
 // runner then stops git and reports no error.
@@ -181,9 +186,26 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("git %s: %w", firstArg(c.args), err)
 	}
+	// Bound git before it reads a byte of its input (see procLimits).
+	if g.limits.on() {
+		if err := g.limits.apply(cmd.Process.Pid); err != nil {
+			stop()
+			procwait.Exited(cmd.Process)
+			_ = cmd.Wait()
+			return fmt.Errorf("git %s: setting its limits (%s): %w", firstArg(c.args), g.limits, err)
+		}
+	}
+	// An input that fails (a pack the scanner refused, a stream cut)
+	// stops git at once: whatever it would make of the rest is wrong.
+	var input inputError
 	if stdin != nil {
 		go func() {
-			_, _ = io.Copy(stdin, c.stdin)
+			in := &errReader{r: c.stdin}
+			_, _ = io.Copy(stdin, in)
+			if in.err != nil {
+				input.set(in.err)
+				stop()
+			}
 			_ = stdin.Close()
 		}()
 	}
@@ -211,6 +233,9 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("git %s: %w", firstArg(c.args), ctxErr)
 	}
+	if ierr := input.get(); ierr != nil {
+		return fmt.Errorf("git %s: its input: %w", firstArg(c.args), ierr)
+	}
 	if cerr != nil && !errors.Is(cerr, errStopped) {
 		return cerr
 	}
@@ -223,13 +248,53 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	if exitErr == nil {
 		return fmt.Errorf("git %s: %w", firstArg(c.args), werr)
 	}
-	return &GitError{
+	if g.limits.hitCPU(cmd.ProcessState) {
+		return fmt.Errorf("%w: git %s used more than patina's limit of %s of CPU time", ErrTooLarge, firstArg(c.args), g.limits.cpu)
+	}
+	ge := &GitError{
 		Args:     slices.Clone(c.args),
 		Dir:      c.dir,
 		ExitCode: code,
 		Stderr:   stderr.String(),
 		kind:     classify(stderr.String()),
 	}
+	if g.limits.memory > 0 && errors.Is(ge.kind, errOutOfMemory) {
+		return fmt.Errorf("%w: git %s needed more memory than patina's limit of %s: %w", ErrTooLarge, firstArg(c.args), formatBytes(g.limits.memory), ge)
+	}
+	return ge
+}
+
+// inputError is the error reading a command's standard input, set by the
+// goroutine copying it.
+type inputError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *inputError) set(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.err = err
+}
+
+func (e *inputError) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// errReader remembers the first error other than EOF of its reader.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // eofReader notes whether its reader reached the end.
@@ -313,6 +378,8 @@ func classify(stderr string) error {
 		return ErrConflict
 	case has("pack exceeds maximum allowed size"):
 		return ErrTooLarge
+	case has("Out of memory"), has("Cannot allocate memory"), has("out of memory"):
+		return errOutOfMemory
 	case has("already exists"):
 		return ErrExists
 	}

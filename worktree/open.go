@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Repo is one user repository opened by patina. It is safe for concurrent
@@ -51,6 +52,7 @@ func open(ctx context.Context, cfg Config, path string) (*Repo, error) {
 	}
 	logger := cfg.Logger.With("component", "worktree")
 	git := newRunner(cfg.GitPath, cfg.Author, logger)
+	git.limits = procLimits{memory: cfg.GitMemoryBytes, cpu: cfg.GitCPUTime}
 	if err := git.checkVersion(ctx); err != nil {
 		return nil, err
 	}
@@ -157,6 +159,13 @@ func mainWorktree(ctx context.Context, git *runner, dir, common string) (string,
 	return "", fmt.Errorf("%w: cannot find the main working tree of %s", ErrUnsupported, common)
 }
 
+// Defaults of Config's limits on what a workspace sends and on host git.
+const (
+	defaultMaxSingleObject = 512 << 20
+	defaultGitMemory       = 4 << 30
+	defaultGitCPU          = 10 * time.Minute
+)
+
 func (c Config) withDefaults() (Config, error) {
 	if c.StateDir == "" {
 		base := os.Getenv("XDG_STATE_HOME")
@@ -195,6 +204,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxObjectBytes <= 0 {
 		c.MaxObjectBytes = 4 * c.MaxPackBytes
+	}
+	if c.MaxSingleObjectBytes <= 0 {
+		c.MaxSingleObjectBytes = min(defaultMaxSingleObject, c.MaxObjectBytes)
+	}
+	switch {
+	case c.GitMemoryBytes == 0:
+		c.GitMemoryBytes = defaultGitMemory
+	case c.GitMemoryBytes < 0:
+		c.GitMemoryBytes = 0
+	}
+	switch {
+	case c.GitCPUTime == 0:
+		c.GitCPUTime = defaultGitCPU
+	case c.GitCPUTime < 0:
+		c.GitCPUTime = 0
 	}
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOpen(t *testing.T) {
@@ -92,8 +93,27 @@ func TestOpenDefaults(t *testing.T) {
 	if exp, got := DefaultAuthor, r.cfg.Author; exp != got {
 		t.Errorf("exp author %v, got %v", exp, got)
 	}
-	if r.cfg.Logger == nil || r.cfg.GitPath == "" || r.cfg.MaxPackBytes != 2<<30 || r.cfg.MaxObjectBytes != 8<<30 {
+	if r.cfg.Logger == nil || r.cfg.GitPath == "" || r.cfg.MaxPackBytes != 2<<30 || r.cfg.MaxObjectBytes != 8<<30 ||
+		r.cfg.MaxSingleObjectBytes != 512<<20 || r.cfg.GitMemoryBytes != 4<<30 || r.cfg.GitCPUTime != 10*time.Minute {
 		t.Errorf("exp logger, git path and limits filled in, got %+v", r.cfg)
+	}
+	if exp, got := (procLimits{memory: 4 << 30, cpu: 10 * time.Minute}), r.git.limits; exp != got {
+		t.Errorf("exp host git limited to %v, got %v", exp, got)
+	}
+}
+
+// Limits: the per-object one is no more than the total; negative OS
+// limits are none.
+func TestConfigLimits(t *testing.T) {
+	c, err := Config{StateDir: t.TempDir(), MaxObjectBytes: 1 << 20, GitMemoryBytes: -1, GitCPUTime: -1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxSingleObjectBytes != 1<<20 || c.GitMemoryBytes != 0 || c.GitCPUTime != 0 {
+		t.Errorf("exp a 1 MiB object limit and no OS limits, got %+v", c)
+	}
+	if (procLimits{memory: c.GitMemoryBytes, cpu: c.GitCPUTime}).on() {
+		t.Error("exp no limits on")
 	}
 }
 

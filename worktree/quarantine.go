@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -214,8 +213,9 @@ func (r *Repo) refTips(ctx context.Context) ([]string, error) {
 }
 
 // receive reads a pack of wants (not haves) from src into q and checks it:
-// a valid pack, every object passing git's fsck checks, within the size
-// limits, every want a commit and everything it reaches present.
+// within the size limits (the pack scanner, as it flows to git), a valid
+// pack, every object passing git's fsck checks, every want a commit and
+// everything it reaches present.
 func (r *Repo) receive(ctx context.Context, q *quarantine, src Source, wants, haves []string) error {
 	rc, err := callPack(ctx, src, slices.Clone(wants), slices.Clone(haves))
 	if err != nil {
@@ -229,35 +229,52 @@ func (r *Repo) receive(ctx context.Context, q *quarantine, src Source, wants, ha
 	// workspace returns.
 	stop := context.AfterFunc(ctx, func() { rc.Close() })
 	defer stop()
-	in := &errReader{r: rc}
 
+	// The scanner reads the stream and hands index-pack only what it has
+	// checked (see packscan.go); a pack it refuses stops index-pack.
+	in := &errReader{r: rc}
+	pr, pw := io.Pipe()
+	scanned := make(chan error, 1)
+	go func() {
+		_, err := scanPack(pw, in, r.packLimits())
+		pw.CloseWithError(err)
+		scanned <- err
+	}()
 	// index-pack --strict runs git's fsck checks on every object (.git
 	// entries in trees, bad .gitmodules, malformed objects...) with git's
 	// built-in severities: it reads no fsck.* configuration (no skipList).
 	// --fix-thin completes deltas against the user's objects.
-	out, err := r.git.run(ctx, gitCmd{
+	idx, err := r.git.run(ctx, gitCmd{
 		dir:   r.root,
 		args:  []string{"index-pack", "--strict", "--fix-thin", "--stdin", "--max-input-size=" + strconv.FormatInt(r.cfg.MaxPackBytes, 10)},
 		env:   append(r.repoEnv(), q.env...),
-		stdin: in,
+		stdin: pr,
 		limit: 4096,
 	})
-	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return fmt.Errorf("receiving the workspace's pack: %w", ctx.Err())
-		case errors.Is(err, ErrTooLarge):
-			return fmt.Errorf("%w: the workspace's pack is larger than %d bytes: %w", ErrTooLarge, r.cfg.MaxPackBytes, err)
-		case in.err != nil:
-			return fmt.Errorf("%w: reading the workspace's pack: %w (%v)", ErrRejected, in.err, err)
-		}
+	// Unblock the scanner, whether it waits on git or on the workspace.
+	pr.Close()
+	rc.Close()
+	scanErr := <-scanned
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("receiving the workspace's pack: %w", ctx.Err())
+	case errors.Is(scanErr, ErrTooLarge), errors.Is(scanErr, ErrRejected):
+		return scanErr
+	case err == nil && scanErr != nil:
+		// Cannot be: git took a pack the scanner did not finish.
+		return fmt.Errorf("%w: reading the workspace's pack: %w", ErrRejected, scanErr)
+	case err == nil:
+	case in.err != nil && errors.Is(err, in.err):
+		// The stream failed (and git was stopped for it); an error the
+		// closing above caused is not this.
+		return fmt.Errorf("%w: reading the workspace's pack: %w", ErrRejected, in.err)
+	case errors.Is(err, ErrTooLarge):
+		return err
+	default:
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
-	if _, err := parseIndexPackOutput(string(out)); err != nil {
+	if _, err := parseIndexPackOutput(string(idx)); err != nil {
 		return fmt.Errorf("%w: %v", ErrRejected, err)
-	}
-	if err := r.checkInflated(ctx, q); err != nil {
-		return err
 	}
 	if err := r.checkCommits(ctx, q.env, wants); err != nil {
 		return err
@@ -270,6 +287,16 @@ func (r *Repo) receive(ctx context.Context, q *quarantine, src Source, wants, ha
 		return fmt.Errorf("%w: objects reachable from %s are missing from the workspace's pack", ErrRejected, strings.Join(wants, ", "))
 	}
 	return nil
+}
+
+// packLimits are the scanner's limits for a workspace's pack.
+func (r *Repo) packLimits() packLimits {
+	return packLimits{
+		packBytes:   r.cfg.MaxPackBytes,
+		objectBytes: r.cfg.MaxSingleObjectBytes,
+		totalBytes:  r.cfg.MaxObjectBytes,
+		hashLen:     r.format.hexLen / 2,
+	}
 }
 
 // callPack calls src.Pack, giving up when ctx is done even if Pack does not
@@ -301,53 +328,6 @@ func callPack(ctx context.Context, src Source, want, have []string) (io.ReadClos
 		}()
 		return nil, ctx.Err()
 	}
-}
-
-// errReader remembers the first error other than EOF of its reader.
-type errReader struct {
-	r   io.Reader
-	err error
-}
-
-func (e *errReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF && e.err == nil {
-		e.err = err
-	}
-	return n, err
-}
-
-// checkInflated bounds the total inflated size of the objects in q (only
-// q's own objects: no alternates in this command's environment).
-func (r *Repo) checkInflated(ctx context.Context, q *quarantine) error {
-	var total int64
-	over := false
-	err := r.git.stream(ctx, gitCmd{
-		dir:  r.root,
-		args: []string{"cat-file", "--batch-all-objects", "--batch-check=%(objectsize)", "--unordered"},
-		env:  append(r.repoEnv(), "GIT_OBJECT_DIRECTORY="+q.dir),
-	}, func(rd io.Reader) error {
-		sc := bufio.NewScanner(rd)
-		for sc.Scan() {
-			n, err := strconv.ParseInt(strings.TrimSpace(sc.Text()), 10, 64)
-			if err != nil || n < 0 {
-				return fmt.Errorf("cat-file: bad size %q", sc.Text())
-			}
-			total += n
-			if total > r.cfg.MaxObjectBytes {
-				over = true
-				return errStopped
-			}
-		}
-		return sc.Err()
-	})
-	if err != nil {
-		return err
-	}
-	if over {
-		return fmt.Errorf("%w: the workspace's objects inflate to more than %d bytes", ErrTooLarge, r.cfg.MaxObjectBytes)
-	}
-	return nil
 }
 
 // checkCommits fails with ErrRejected unless every oid is a commit.

@@ -29,8 +29,25 @@ type Config struct {
 	MaxPackBytes int64
 	// MaxObjectBytes bounds the total inflated size of the objects one pack
 	// brings (a small pack can inflate to a huge blob, which Apply and Merge
-	// would write into the user's working tree). Default: 4 × MaxPackBytes.
+	// would write into the user's working tree), as the pack declares it,
+	// a delta counting the size of its result and of its own data.
+	// Default: 4 × MaxPackBytes.
 	MaxObjectBytes int64
+	// MaxSingleObjectBytes bounds the inflated size of any one object a
+	// pack brings, as declared, or made by a delta. git holds an object
+	// whole in memory to index, diff or merge it, so this and GitMemoryBytes
+	// go together. Default: 512 MiB (no more than MaxObjectBytes).
+	MaxSingleObjectBytes int64
+	// GitMemoryBytes bounds the memory every git process run on the host
+	// may allocate (RLIMIT_DATA: the heap, not the packs git maps
+	// read-only, so the repository's size does not count). A git over it
+	// fails and the operation with ErrTooLarge. Default: 4 GiB; negative:
+	// no bound. Linux only.
+	GitMemoryBytes int64
+	// GitCPUTime bounds the CPU time of every git process run on the host
+	// (RLIMIT_CPU, whole seconds). Default: 10 minutes; negative: no
+	// bound. Linux only.
+	GitCPUTime time.Duration
 }
 
 // Signature is a git identity.
