@@ -72,7 +72,7 @@ type API interface {
 	ContainerExecAttach(ctx context.Context, execID string, config container.ExecAttachOptions) (types.HijackedResponse, error)
 	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
 	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
-	ContainerStatPath(ctx context.Context, containerID, path string) (container.PathStat, error)
+	CopyFromContainer(ctx context.Context, containerID, srcPath string) (io.ReadCloser, container.PathStat, error)
 	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
 	VolumeInspect(ctx context.Context, volumeID string) (volume.Volume, error)
 	VolumeRemove(ctx context.Context, volumeID string, force bool) error
@@ -82,6 +82,7 @@ type API interface {
 	NetworkRemove(ctx context.Context, networkID string) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 	DaemonHost() string
+	ImageAPI
 }
 
 var _ API = (*client.Client)(nil)
@@ -170,6 +171,10 @@ type Docker struct {
 	transport     string
 	local         bool
 	agent         agentVolume
+
+	fillOnce sync.Once
+	fill     *ownImage
+	fillErr  error
 }
 
 // New returns a Docker engine. The agent's binary is read once, here.
@@ -242,7 +247,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 }
 
 func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
-	agentVol, err := d.agent.ensure(ctx, d, spec.Image)
+	agentVol, err := d.agent.ensure(ctx, d)
 	if err != nil {
 		return "", err
 	}
@@ -254,7 +259,7 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	}
 	labels := d.labels(spec.WorkspaceID)
 	mounts := []mount.Mount{
-		{Type: mount.TypeVolume, Source: agentVol, Target: AgentDir, ReadOnly: true},
+		agentMount(agentVol, AgentDir, true),
 	}
 	stateVol, err := d.ensureVolume(ctx, spec.WorkspaceID, "state")
 	if err != nil {
@@ -502,8 +507,12 @@ func (d *Docker) Inspect(ctx context.Context, id string) (State, error) {
 	return st, nil
 }
 
-// Start starts a stopped container.
+// Start starts a stopped container, once the agent volume it runs from
+// is verified.
 func (d *Docker) Start(ctx context.Context, id string) error {
+	if _, err := d.agent.ensure(ctx, d); err != nil {
+		return err
+	}
 	err := d.api.ContainerStart(ctx, id, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)

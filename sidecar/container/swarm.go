@@ -18,7 +18,6 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
@@ -32,7 +31,6 @@ import (
 type SwarmAPI interface {
 	API
 	Info(ctx context.Context) (system.Info, error)
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
 	ServiceCreate(ctx context.Context, spec swarm.ServiceSpec, options swarm.ServiceCreateOptions) (swarm.ServiceCreateResponse, error)
 	ServiceInspectWithRaw(ctx context.Context, serviceID string, opts swarm.ServiceInspectOptions) (swarm.Service, []byte, error)
 	ServiceUpdate(ctx context.Context, serviceID string, version swarm.Version, spec swarm.ServiceSpec, options swarm.ServiceUpdateOptions) (swarm.ServiceUpdateResponse, error)
@@ -79,9 +77,6 @@ type SwarmConfig struct {
 	// (default /usr/local/lib/patina/patina): mounted read-only into each
 	// workspace, whose agent runs from it.
 	NodeBinary string
-	// RelayImage is an image on this host for the relay container (default:
-	// the image of the workspace being reached).
-	RelayImage string
 	// Unencrypted leaves the workspaces' overlay networks unencrypted
 	// (they are encrypted, IPsec between nodes, unless this is set).
 	Unencrypted bool
@@ -122,6 +117,9 @@ func NewSwarm(api SwarmAPI, cfg SwarmConfig) (*Swarm, error) {
 	}
 	if !local.Local() {
 		return nil, errors.New("the swarm engine needs a manager's engine on this host (DOCKER_HOST must be a local socket): the sidecar reaches workspaces through a relay container here")
+	}
+	if local.agent.dynamic {
+		return nil, errors.New("the swarm engine needs a static patina binary (CGO_ENABLED=0 go build ./sidecar/cmd/patina): the same binary runs on every node, and the relay and the nodes' checks run it in an image of patina's own, which has no libc")
 	}
 	return &Swarm{api: api, cfg: cfg, log: cfg.Logger.With("component", "swarm"), local: local, attached: map[string]bool{}}, nil
 }
@@ -770,7 +768,7 @@ func (s *Swarm) DialAgent(ctx context.Context, id string) (net.Conn, error) {
 	if !addr.IsValid() {
 		return nil, fmt.Errorf("service %s has no running task on network %s", short(id), name)
 	}
-	relay, err := s.relay(ctx, name, svc.Spec.TaskTemplate.ContainerSpec.Image)
+	relay, err := s.relay(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -803,11 +801,11 @@ func (s *Swarm) relayName() string {
 // be. It runs `patina agent pause` and nothing else; no port of it is
 // published, and a workspace that reaches it on its network finds nothing
 // listening (nor any route on: it forwards nothing).
-func (s *Swarm) relay(ctx context.Context, netName, img string) (string, error) {
+func (s *Swarm) relay(ctx context.Context, netName string) (string, error) {
 	s.relayMu.Lock()
 	defer s.relayMu.Unlock()
 	if s.relayID == "" {
-		id, nets, err := s.ensureRelay(ctx, img)
+		id, nets, err := s.ensureRelay(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -848,13 +846,24 @@ func (s *Swarm) forgetRelay(id string) {
 	s.relayMu.Unlock()
 }
 
-// ensureRelay finds or makes the running relay container, from img (an
-// image on this host: a workspace's, whose service was made from this
-// host's image id). It returns its id and the networks it is on.
-func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, error) {
+// ensureRelay finds or makes the running relay container and returns its
+// id and the networks it is on. It is made from patina's own fill image
+// (an empty directory: the binary is static, and comes from the verified
+// agent volume), never from a workspace's image: it joins every
+// workspace's network. A relay made from another image (by an older
+// patina) is replaced.
+func (s *Swarm) ensureRelay(ctx context.Context) (string, []string, error) {
 	name := s.relayName()
+	img, err := s.local.fillImage(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("the relay container: %w", err)
+	}
+	vol, err := s.local.agent.ensure(ctx, s.local)
+	if err != nil {
+		return "", nil, err
+	}
 	if info, err := s.api.ContainerInspect(ctx, name); err == nil {
-		if info.Config != nil && info.Config.Labels[LabelRole] == swarmRoleRelay && info.State != nil && info.State.Running {
+		if info.Config != nil && info.Config.Labels[LabelRole] == swarmRoleRelay && info.State != nil && info.State.Running && info.Image == img {
 			var nets []string
 			if info.NetworkSettings != nil {
 				nets = slices.Collect(maps.Keys(info.NetworkSettings.Networks))
@@ -862,13 +871,6 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, 
 			return info.ID, nets, nil
 		}
 		_ = s.api.ContainerRemove(ctx, info.ID, container.RemoveOptions{Force: true})
-	}
-	if s.cfg.RelayImage != "" {
-		img = s.cfg.RelayImage
-	}
-	vol, err := s.local.agent.ensure(ctx, s.local, img)
-	if err != nil {
-		return "", nil, err
 	}
 	netID, err := s.local.ensureNetwork(ctx)
 	if err != nil {
@@ -878,7 +880,7 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, 
 	resp, err := s.api.ContainerCreate(ctx, &container.Config{
 		Image: img, Entrypoint: []string{AgentPath, "agent", "pause"}, Cmd: []string{}, Labels: labels,
 	}, &container.HostConfig{
-		Mounts:        []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: AgentDir, ReadOnly: true}},
+		Mounts:        []mount.Mount{agentMount(vol, AgentDir, true)},
 		NetworkMode:   container.NetworkMode(netID),
 		SecurityOpt:   []string{"no-new-privileges"},
 		CapDrop:       []string{"ALL"},
