@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -50,8 +51,8 @@ type agentVolume struct {
 	name    string
 	dynamic bool // linked against the host's libc: needs a glibc image
 
-	mu    sync.Mutex
-	ready bool // verified by this process since it was last filled or found
+	mu    sync.Mutex  // one check or fill at a time
+	ready atomic.Bool // verified by this process since it was last filled or found
 }
 
 // ErrAgentBinary: the agent's binary on an engine (its volume, or a swarm
@@ -86,21 +87,14 @@ func (v *agentVolume) load(path string) error {
 func (v *agentVolume) binary() io.Reader { return io.NewSectionReader(v.bin, 0, v.size) }
 
 // invalidate makes the next ensure verify what the volume holds.
-func (v *agentVolume) invalidate() {
-	v.mu.Lock()
-	v.ready = false
-	v.mu.Unlock()
-}
+func (v *agentVolume) invalidate() { v.ready.Store(false) }
 
 // verified makes sure the volume has been verified by this process (and
 // filled, if it had to be), without asking the engine again when it has:
 // what runs the binary in a container that exists already (a docker exec
 // of the agent or its relay) calls it.
 func (v *agentVolume) verified(ctx context.Context, d *Docker) error {
-	v.mu.Lock()
-	ready := v.ready
-	v.mu.Unlock()
-	if ready {
+	if v.ready.Load() {
 		return nil
 	}
 	_, err := v.ensure(ctx, d)
@@ -118,15 +112,19 @@ const (
 // ensure makes sure the engine has the volume, holding this binary, and
 // returns its name. The first call in a process, and any after the volume
 // went, reads the volume's file back and checks its hash, filling it when
-// it is missing or differs; later ones only check that it still exists.
+// it is missing or differs; later ones only check that it still exists
+// (without waiting for the lock a check holds).
 func (v *agentVolume) ensure(ctx context.Context, d *Docker) (string, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.ready {
+	if v.ready.Load() {
 		if _, err := d.api.VolumeInspect(ctx, v.name); err == nil {
 			return v.name, nil
 		}
-		v.ready = false // removed behind our back
+		v.ready.Store(false) // removed behind our back
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ready.Load() {
+		return v.name, nil // checked by the call this one waited for
 	}
 	ctx, cancel := context.WithTimeout(ctx, agentFillTimeout)
 	defer cancel()
@@ -162,7 +160,7 @@ func (v *agentVolume) ensure(ctx context.Context, d *Docker) (string, error) {
 	var bad *agentMismatch
 	switch {
 	case err == nil:
-		v.ready = true
+		v.ready.Store(true)
 		d.log.Debug("verified the agent volume", "volume", v.name, "bytes", v.size, "duration", time.Since(t0))
 		return v.name, nil
 	case !errors.As(err, &bad):
@@ -190,7 +188,7 @@ func (v *agentVolume) ensure(ctx context.Context, d *Docker) (string, error) {
 			return "", fmt.Errorf("%w: volume %s still does not hold this patina binary after it was filled (%s): remove it (docker volume rm %s) once no container uses it", ErrAgentBinary, v.name, bad.why, v.name)
 		}
 	}
-	v.ready = true
+	v.ready.Store(true)
 	d.log.Info("shipped the patina binary to the engine and verified it", "volume", v.name, "bytes", v.size, "duration", time.Since(t0))
 	v.prune(ctx, d)
 	return v.name, nil

@@ -44,6 +44,8 @@ type SwarmAPI interface {
 	NetworkDisconnect(ctx context.Context, networkID, containerID string, force bool) error
 	NetworkRemove(ctx context.Context, networkID string) error
 	NodeInspectWithRaw(ctx context.Context, nodeID string) (swarm.Node, []byte, error)
+	NodeList(ctx context.Context, options swarm.NodeListOptions) ([]swarm.Node, error)
+	NodeUpdate(ctx context.Context, nodeID string, version swarm.Version, node swarm.NodeSpec) error
 }
 
 var _ SwarmAPI = (*client.Client)(nil)
@@ -100,6 +102,8 @@ type Swarm struct {
 	relayMu  sync.Mutex
 	relayID  string
 	attached map[string]bool // overlay networks the relay is on
+
+	checks nodeChecks // of the nodes' binaries (swarm_verify.go)
 }
 
 // NewSwarm returns the Swarm engine. api must reach a manager of the swarm
@@ -133,6 +137,21 @@ func (s *Swarm) Check(ctx context.Context) error {
 	if !info.Swarm.ControlAvailable {
 		return fmt.Errorf("--engine swarm: this Docker engine is not a swarm manager (swarm state %q): run `docker swarm init` here, or point DOCKER_HOST at a manager on this host", info.Swarm.LocalNodeState)
 	}
+	s.removeChecks(ctx)
+	// The image that checks each node's binary: made here, and named for
+	// the operator, who puts it on every node.
+	im, err := s.agentImage()
+	if err != nil {
+		return err
+	}
+	id, err := ensureOwnImage(ctx, s.api, im)
+	if err != nil {
+		return fmt.Errorf("patina's agent image: %w", err)
+	}
+	s.log.Info("workspaces run on nodes whose binary patina checked with its agent image: every node needs that image and this binary at --node-binary",
+		"image", im.tag, "image_id", short(strings.TrimPrefix(id, "sha256:")), "node_binary", s.cfg.NodeBinary,
+		"how", "on each node: patina image agent --binary "+s.cfg.NodeBinary+" (or docker save "+im.tag+" | docker load)")
+	s.checkNodesSoon()
 	return nil
 }
 
@@ -172,6 +191,13 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	img, err := s.api.ImageInspect(ctx, spec.Image)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	unverified, err := s.verifyNodes(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	if !s.anyVerified() {
+		return "", errNoVerifiedNode(unverified)
 	}
 	netID, err := s.ensureNetwork(ctx, spec.WorkspaceID, spec.Network == "none")
 	if err != nil {
@@ -234,7 +260,9 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 				NanoCPUs: int64(spec.CPUs * 1e9), MemoryBytes: spec.MemoryMB << 20, Pids: spec.PidsLimit,
 			}},
 			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionAny},
-			Placement:     &swarm.Placement{Constraints: slices.Clone(spec.Placement)},
+			// Until it is pinned: only nodes whose binary this process
+			// checked.
+			Placement: &swarm.Placement{Constraints: append(slices.Clone(spec.Placement), s.agentConstraint())},
 			Networks:      []swarm.NetworkAttachmentConfig{{Target: netID}},
 		},
 		Mode:         swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &one}},
@@ -247,6 +275,10 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	t, err := s.waitRunning(ctx, resp.ID)
 	if err != nil {
 		_ = s.api.ServiceRemove(context.WithoutCancel(ctx), resp.ID)
+		if len(unverified) > 0 {
+			// Perhaps the nodes its placement allows are those.
+			err = fmt.Errorf("%w; %w: workspaces run only on nodes where patina checked it, and these are not: %s", err, ErrAgentBinary, whyNot(unverified))
+		}
 		return "", err
 	}
 	if err := s.pin(ctx, resp.ID, t.NodeID); err != nil {
@@ -382,7 +414,11 @@ func (s *Swarm) pin(ctx context.Context, serviceID, node string) error {
 			p = &swarm.Placement{}
 			spec.TaskTemplate.Placement = p
 		}
-		p.Constraints = slices.DeleteFunc(p.Constraints, func(c string) bool { return strings.HasPrefix(c, "node.id==") })
+		// Pinned, it needs the label no more: a later process that takes
+		// it off (and checks the node again before it starts a stopped
+		// workspace there) must not make Swarm stop one that runs.
+		agent := s.agentConstraint()
+		p.Constraints = slices.DeleteFunc(p.Constraints, func(c string) bool { return strings.HasPrefix(c, "node.id==") || c == agent })
 		p.Constraints = append(p.Constraints, "node.id=="+node)
 	})
 }
@@ -430,6 +466,18 @@ func (s *Swarm) Start(ctx context.Context, id string) error {
 	}
 	if why := s.nodeProblem(ctx, svc); why != "" {
 		return fmt.Errorf("%w: %s: its volumes are there; start it again when the node is back", ErrNodeDown, why)
+	}
+	// The node's binary, checked (once per process) before the task
+	// starts there.
+	unverified, err := s.verifyNodes(ctx, pinnedNode(svc))
+	if err != nil {
+		return err
+	}
+	if why, bad := unverified[pinnedNode(svc)]; bad || (pinnedNode(svc) == "" && !s.anyVerified()) {
+		if why == "" {
+			why = whyNot(unverified)
+		}
+		return fmt.Errorf("%w: %s; its volumes are on that node: start it again once its binary is the sidecar's", ErrAgentBinary, why)
 	}
 	if err := s.replicas(ctx, id, 1); err != nil {
 		return err
