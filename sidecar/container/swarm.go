@@ -263,7 +263,7 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 			// Until it is pinned: only nodes whose binary this process
 			// checked.
 			Placement: &swarm.Placement{Constraints: append(slices.Clone(spec.Placement), s.agentConstraint())},
-			Networks:      []swarm.NetworkAttachmentConfig{{Target: netID}},
+			Networks:  []swarm.NetworkAttachmentConfig{{Target: netID}},
 		},
 		Mode:         swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &one}},
 		EndpointSpec: &swarm.EndpointSpec{Mode: swarm.ResolutionModeDNSRR},
