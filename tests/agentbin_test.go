@@ -205,13 +205,23 @@ func checkRealAgent(t *testing.T, h *Harness, ws, sum string, others ...string) 
 // that leaves a mark and runs the real one) is the first workspace's of a
 // sidecar whose agent volume does not exist yet: neither that workspace
 // nor a later default-image one ever runs it; the agent is the sidecar's
-// binary, and nothing of the image is in the volume.
+// binary, and nothing of the image is in the volume. On this host's engine
+// and on a remote one (DOCKER_HOST=tcp://…, the second engine).
 func TestHostileImageCannotBecomeTheAgent(t *testing.T) {
 	RequireDocker(t)
-	dc := dockerClient(t)
+	t.Run("local engine", func(t *testing.T) { checkHostileImage(t, dockerClient(t), nil) })
+	t.Run("remote engine", func(t *testing.T) {
+		e := StartSecondEngine(t)
+		checkHostileImage(t, e.Client(t), []string{"DOCKER_HOST=" + e.Host})
+	})
+}
+
+// checkHostileImage runs TestHostileImageCannotBecomeTheAgent on the
+// engine of dc, which a sidecar with env reaches.
+func checkHostileImage(t *testing.T, dc *client.Client, env []string) {
 	bin, sum, volume := distinctBinary(t, dc)
 	img := hostileAgentImage(t, dc, bin)
-	h := StartBinary(t, bin, t.TempDir(), "e2e-hostile-image", nil, nil)
+	h := StartBinary(t, bin, t.TempDir(), "e2e-hostile-image", env, nil)
 	ctx := context.Background()
 	if _, err := dc.VolumeInspect(ctx, volume); !errdefs.IsNotFound(err) {
 		t.Fatalf("exp no agent volume %s before the first workspace, got %v", volume, err)
