@@ -8,9 +8,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +273,49 @@ func BenchmarkAgentVolume(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A stopped container made by another binary mounts that binary's agent
+// volume (Docker cannot change a container's mounts): starting it says so.
+func TestForeignAgentVolumeNoted(t *testing.T) {
+	d1, cli := distinctEngine(t, nil)
+	ctx := context.Background()
+	cid, err := d1.Create(ctx, spec("tforeign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d1.Stop(ctx, cid, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := distinctEngine(t, nil)
+	var logs syncBuffer
+	cfg := d2.cfg
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	d3, err := New(cli, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d3.Start(ctx, cid); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); !strings.Contains(got, "made by another patina binary") || !strings.Contains(got, d1.agent.name) {
+		t.Fatalf("exp a note naming the other binary's volume, got %q", got)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

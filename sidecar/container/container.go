@@ -175,6 +175,7 @@ type Docker struct {
 	fillOnce sync.Once
 	fill     *ownImage
 	fillErr  error
+	foreign  sync.Map // agent volumes of other binaries noteForeignAgent logged
 }
 
 // New returns a Docker engine. The agent's binary is read once, here.
@@ -513,11 +514,35 @@ func (d *Docker) Start(ctx context.Context, id string) error {
 	if _, err := d.agent.ensure(ctx, d); err != nil {
 		return err
 	}
+	d.noteForeignAgent(ctx, id)
 	err := d.api.ContainerStart(ctx, id, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	return err
+}
+
+// noteForeignAgent logs, once per volume, that a container made by
+// another patina binary mounts that binary's agent volume: Docker cannot
+// change a container's mounts, so it runs the agent it was made with,
+// which this process neither filled nor checked (a volume filled by a
+// patina before the agent volume was checked may hold what an image put
+// there). Recreating the container (a fork, or removing it and starting
+// the workspace) puts it on this binary's verified volume.
+func (d *Docker) noteForeignAgent(ctx context.Context, id string) {
+	info, err := d.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, m := range info.Mounts {
+		if m.Destination != AgentDir || m.Name == d.agent.name {
+			continue
+		}
+		if _, seen := d.foreign.LoadOrStore(m.Name, true); !seen {
+			d.log.Warn("a workspace's container was made by another patina binary and runs that binary's agent, unchecked by this sidecar: fork the workspace, or remove its container and start it, to run this one's",
+				"container", short(id), "agent_volume", m.Name, "this_binary", d.agent.name)
+		}
+	}
 }
 
 // Stop stops a container (SIGTERM, then SIGKILL after timeout).
