@@ -141,8 +141,16 @@ func StartIn(t testing.TB, stateDir, token string, env []string) *Harness {
 // more environment and more flags.
 func StartWith(t testing.TB, stateDir, token string, env, args []string) *Harness {
 	t.Helper()
+	return StartBinary(t, Binary(t), stateDir, token, env, args)
+}
+
+// StartBinary starts the sidecar bin (a copy of Binary with bytes of its
+// own appended, say: it ships itself, into an agent volume of its own), on
+// a given state directory and token, with more environment and flags.
+func StartBinary(t testing.TB, bin, stateDir, token string, env, args []string) *Harness {
+	t.Helper()
 	RequireDocker(t)
-	h := &Harness{t: t, Bin: Binary(t), StateDir: stateDir, Token: token, Env: env, Args: args}
+	h := &Harness{t: t, Bin: bin, StateDir: stateDir, Token: token, Env: env, Args: args}
 	h.Launch()
 	t.Cleanup(h.cleanup)
 	return h

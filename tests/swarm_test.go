@@ -3,6 +3,8 @@ package tests
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/docker/client"
@@ -25,6 +28,7 @@ import (
 	"github.com/patina-dev/patina/internal/wsglue"
 	"github.com/patina-dev/patina/sidecar/bench"
 	pclient "github.com/patina-dev/patina/sidecar/client"
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
 )
 
 // Swarm is a two-node Docker Swarm made for a test: this host's engine as
@@ -100,6 +104,17 @@ func StartSwarm(t *testing.T, e *SecondEngine) *Swarm {
 	return s
 }
 
+// fileSum is the sha256 of a file, in hex.
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
 func networkExists(ctx context.Context, c *client.Client, name string) bool {
 	list, err := c.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
 	if err != nil {
@@ -170,8 +185,45 @@ func TestSwarm(t *testing.T) {
 		t.Log("this kernel has no esp4 (IPsec ESP): the workspaces' overlay networks are unencrypted in this test")
 		args = append(args, "--swarm-unencrypted")
 	}
-	h := StartWith(t, t.TempDir(), "e2e-swarm", nil, args)
 	onWorker := []string{"node.role==worker"}
+
+	// Before any node can run workspaces: the sidecar's agent image is on
+	// the manager only (the sidecar makes it there), and a sidecar whose
+	// --node-binary is a substitute of the binary's size checks each node
+	// and runs nothing.
+	agentImage := "patina/agent:" + fileSum(t, Binary(t))[:16]
+	t.Run("a node whose binary is not the sidecar's runs nothing", func(t *testing.T) {
+		b, err := os.ReadFile(Binary(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake := filepath.Join(t.TempDir(), "patina")
+		if err := os.WriteFile(fake, hostileScript(t, int64(len(b))), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bad := slices.Clone(args)
+		bad[3] = fake // --node-binary
+		h2 := StartWith(t, t.TempDir(), "e2e-swarm-check", nil, bad)
+		defer h2.Kill9()
+		_, err = h2.Client.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: "checked"})
+		if !IsCode(err, pclient.CodeUnavailable) || !strings.Contains(err.Error(), "is not this sidecar's") || !strings.Contains(err.Error(), "patina image agent") {
+			t.Fatalf("exp 503 saying the manager's binary is another and the worker lacks the agent image, got %v", err)
+		}
+		t.Logf("refused: %v", err)
+		for _, l := range strings.Split(h2.Logs(), "\n") {
+			if strings.Contains(l, "checked the agent's binary") {
+				t.Logf("the check of the nodes: %s", l)
+			}
+		}
+		svcs, err := dc.ServiceList(ctx, swarm.ServiceListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.patina.state-dir="+h2.StateDir))})
+		if err != nil || len(svcs) != 0 {
+			t.Fatalf("exp no service left of the refused sidecar, got %d (%v)", len(svcs), err)
+		}
+	})
+	e.copyImage(t, agentImage) // as `patina image agent` on the node makes it
+	t.Cleanup(func() { _, _ = dc.ImageRemove(context.Background(), agentImage, image.RemoveOptions{}) })
+
+	h := StartWith(t, t.TempDir(), "e2e-swarm", nil, args)
 
 	t.Run("isolation on the worker", func(t *testing.T) {
 		checkSessionIsolationIn(t, h, pclient.CreateWorkspaceRequest{Name: "iso", Placement: onWorker})
@@ -196,8 +248,13 @@ func TestSwarm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cs := svc.Spec.TaskTemplate.Placement.Constraints; !slices.Contains(cs, "node.id=="+sw.Worker) {
-			t.Fatalf("exp the service pinned to its node, constraints %v", cs)
+		if cs := svc.Spec.TaskTemplate.Placement.Constraints; !slices.Contains(cs, "node.id=="+sw.Worker) || len(cs) != 2 {
+			t.Fatalf("exp the service pinned to its node (and no more on the label of checked nodes), constraints %v", cs)
+		}
+		// The worker was checked: labelled with the binary's hash.
+		n, _, err := dc.NodeInspectWithRaw(ctx, sw.Worker)
+		if err != nil || n.Spec.Labels[pcontainer.AgentLabelKey(h.StateDir)] != fileSum(t, Binary(t))[:16] {
+			t.Fatalf("exp the worker labelled as checked, labels %v (%v)", n.Spec.Labels, err)
 		}
 		// The container is on the worker's engine, not this host's.
 		cs, err := e.Client(t).ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.patina.workspace="+ws.ID))})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -53,6 +54,7 @@ type SwarmAPI interface {
 	NodeList(ctx context.Context, options swarm.NodeListOptions) ([]swarm.Node, error)
 	ServiceList(ctx context.Context, options swarm.ServiceListOptions) ([]swarm.Service, error)
 	ServiceRemove(ctx context.Context, serviceID string) error
+	NodeUpdate(ctx context.Context, nodeID string, version swarm.Version, node swarm.NodeSpec) error
 }
 
 var _ SwarmAPI = (*client.Client)(nil)
@@ -139,6 +141,9 @@ func RunSwarm(ctx context.Context, api SwarmAPI, opts SwarmOptions) (rep SwarmRe
 		if serr := removeServices(context.WithoutCancel(ctx), api, stateDir); cerr == nil {
 			cerr = serr
 		}
+		if lerr := removeNodeLabel(context.WithoutCancel(ctx), api, pcontainer.AgentLabelKey(stateDir)); cerr == nil {
+			cerr = lerr
+		}
 		if cerr != nil && err == nil {
 			err = cerr
 		}
@@ -213,6 +218,30 @@ func swarmNodes(ctx context.Context, api SwarmAPI) (near, far swarm.Node, err er
 		return near, far, fmt.Errorf("bench --engine swarm needs this node and another ready, active node (the swarm has %d)", len(nodes))
 	}
 	return near, far, nil
+}
+
+// removeNodeLabel takes off the nodes the label the run's sidecar set on
+// those whose binary it checked.
+func removeNodeLabel(ctx context.Context, api SwarmAPI, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	nodes, err := api.NodeList(ctx, swarm.NodeListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the swarm's nodes: %w", err)
+	}
+	var errs []error
+	for _, n := range nodes {
+		if _, ok := n.Spec.Labels[key]; !ok {
+			continue
+		}
+		spec := n.Spec
+		spec.Labels = maps.Clone(spec.Labels)
+		delete(spec.Labels, key)
+		if err := api.NodeUpdate(ctx, n.ID, n.Version, spec); err != nil {
+			errs = append(errs, fmt.Errorf("remove the label %s of node %s: %w", key, n.ID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removeServices removes the services a run's sidecar left.

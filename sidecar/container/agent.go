@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -27,11 +28,18 @@ import (
 )
 
 // agentVolume is the read-only volume holding the patina binary the
-// agent runs from. It is named after the binary's hash, filled once per
-// engine (through a container that is never started, with the Docker API
-// only: this works for a remote engine and for a sidecar in a container),
-// and mounted read-only in every workspace, so nothing in a workspace can
-// replace it.
+// agent runs from, named after the binary's hash and mounted read-only in
+// every workspace. Its content comes from one place only: this process's
+// own executable, streamed into it by the sidecar (Docker API only: this
+// works for a remote engine and for a sidecar in a container). Nothing of
+// an image reaches it: every mount of it, the workspaces' own included, is
+// NoCopy (Docker would otherwise copy the image's files at the mount point
+// into it while it is empty), and it is filled and read through a
+// never-started container of an image patina makes itself (fillImage),
+// never a workspace's. Before this process first uses it, and after every
+// fill, the sidecar reads the file back through the engine and checks its
+// sha256 against its own binary's (DESIGN.md, "The agent's binary"); a
+// volume that fails is filled again, or refused (ErrAgentBinary).
 type agentVolume struct {
 	// bin is the binary, open for the process's life: its bytes are
 	// streamed into the volume when it is filled, never held in memory
@@ -39,12 +47,18 @@ type agentVolume struct {
 	// an upgrade does not change what this open file reads.
 	bin     *os.File
 	size    int64
+	sum     [sha256.Size]byte // of the whole binary
 	name    string
 	dynamic bool // linked against the host's libc: needs a glibc image
 
-	mu    sync.Mutex
-	ready bool
+	mu    sync.Mutex  // one check or fill at a time
+	ready atomic.Bool // verified by this process since it was last filled or found
 }
+
+// ErrAgentBinary: the agent's binary on an engine (its volume, or a swarm
+// node's --node-binary) is not, or could not be checked to be, this
+// sidecar's own.
+var ErrAgentBinary = errors.New("the agent's binary could not be verified")
 
 func (v *agentVolume) load(path string) error {
 	f, err := os.Open(path)
@@ -64,75 +78,195 @@ func (v *agentVolume) load(path string) error {
 			}
 		}
 	}
-	v.bin, v.size, v.name = f, n, "patina-agent-"+hex.EncodeToString(h.Sum(nil))[:16]
+	copy(v.sum[:], h.Sum(nil))
+	v.bin, v.size, v.name = f, n, "patina-agent-"+hex.EncodeToString(v.sum[:])[:16]
 	return nil
 }
 
-// invalidate makes the next ensure check what the volume holds.
-func (v *agentVolume) invalidate() {
-	v.mu.Lock()
-	v.ready = false
-	v.mu.Unlock()
+// binary returns a reader of the whole binary.
+func (v *agentVolume) binary() io.Reader { return io.NewSectionReader(v.bin, 0, v.size) }
+
+// invalidate makes the next ensure verify what the volume holds.
+func (v *agentVolume) invalidate() { v.ready.Store(false) }
+
+// verified makes sure the volume has been verified by this process (and
+// filled, if it had to be), without asking the engine again when it has:
+// what runs the binary in a container that exists already (a docker exec
+// of the agent or its relay) calls it.
+func (v *agentVolume) verified(ctx context.Context, d *Docker) error {
+	if v.ready.Load() {
+		return nil
+	}
+	_, err := v.ensure(ctx, d)
+	return err
 }
 
-// ensure makes sure the engine has the volume, filled, and returns its
-// name. img is an image present on the engine (the workspace's), used for
-// the never-started container the copy goes through. The first call in a
-// process checks what the volume holds (a fill cut short by a crash is
-// redone); later ones only that it still exists.
-func (v *agentVolume) ensure(ctx context.Context, d *Docker, img string) (string, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.ready {
+// Where the fill container mounts the volume, and how long a check or a
+// fill may take (a remote engine on a slow link: the whole binary crosses
+// it).
+const (
+	agentFillDir     = "/agent"
+	agentFillTimeout = 5 * time.Minute
+)
+
+// ensure makes sure the engine has the volume, holding this binary, and
+// returns its name. The first call in a process, and any after the volume
+// went, reads the volume's file back and checks its hash, filling it when
+// it is missing or differs; later ones only check that it still exists
+// (without waiting for the lock a check holds).
+func (v *agentVolume) ensure(ctx context.Context, d *Docker) (string, error) {
+	if v.ready.Load() {
 		if _, err := d.api.VolumeInspect(ctx, v.name); err == nil {
 			return v.name, nil
 		}
-		v.ready = false // removed behind our back
+		v.ready.Store(false) // removed behind our back
 	}
-	if _, err := d.api.VolumeCreate(ctx, volume.CreateOptions{Name: v.name, Labels: map[string]string{LabelManaged: "1", LabelRole: "agent"}}); err != nil {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ready.Load() {
+		return v.name, nil // checked by the call this one waited for
+	}
+	ctx, cancel := context.WithTimeout(ctx, agentFillTimeout)
+	defer cancel()
+	vol, err := d.api.VolumeCreate(ctx, volume.CreateOptions{Name: v.name, Driver: "local", Labels: map[string]string{LabelManaged: "1", LabelRole: "agent"}})
+	if err != nil {
 		return "", fmt.Errorf("create volume %s: %w", v.name, err)
+	}
+	if vol.Driver != "local" || len(vol.Options) > 0 {
+		// A volume of that name made by something else, whose data may
+		// live where others write (a bind of a host directory, say).
+		return "", fmt.Errorf("%w: volume %s exists with driver %q and options %v, not as patina makes it: remove it (docker volume rm %s) and patina makes it anew", ErrAgentBinary, v.name, vol.Driver, vol.Options, v.name)
+	}
+	img, err := d.fillImage(ctx)
+	if err != nil {
+		return "", fmt.Errorf("ship the patina binary: %w", err)
 	}
 	created, err := d.api.ContainerCreate(ctx, &container.Config{
 		Image:      img,
 		Entrypoint: []string{"/nonexistent"},
 		Labels:     map[string]string{LabelManaged: "1", LabelRole: "agent-fill"},
 	}, &container.HostConfig{
-		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: v.name, Target: "/agent"}},
+		Mounts:      []mount.Mount{agentMount(v.name, agentFillDir, false)},
 		NetworkMode: "none",
 	}, nil, nil, "")
 	if err != nil {
-		return "", fmt.Errorf("ship the patina binary (image %s): %w", img, err)
+		return "", fmt.Errorf("ship the patina binary: %w", err)
 	}
 	defer func() {
 		_ = d.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
 	}()
-	if st, err := d.api.ContainerStatPath(ctx, created.ID, "/agent/patina"); err == nil && st.Size == v.size && st.Mode.IsRegular() {
-		v.ready = true
+	t0 := time.Now()
+	err = v.check(ctx, d, created.ID)
+	var bad *agentMismatch
+	switch {
+	case err == nil:
+		v.ready.Store(true)
+		d.log.Debug("verified the agent volume", "volume", v.name, "bytes", v.size, "duration", time.Since(t0))
 		return v.name, nil
+	case !errors.As(err, &bad):
+		return "", fmt.Errorf("check volume %s: %w", v.name, err)
+	case bad.missing:
+		d.log.Info("filling the agent volume", "volume", v.name)
+	default:
+		d.log.Warn("the agent volume does not hold this patina binary: filling it again", "volume", v.name, "found", bad.why)
 	}
-	// A tar of the one file, streamed from the open binary.
+	// Twice at most: a sidecar filling it at the same moment writes the
+	// same bytes, and the second check sees them.
+	for attempt := 0; ; attempt++ {
+		t0 = time.Now()
+		if err := v.fill(ctx, d, created.ID); err != nil {
+			return "", err
+		}
+		err = v.check(ctx, d, created.ID)
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &bad) {
+			return "", fmt.Errorf("check volume %s: %w", v.name, err)
+		}
+		if attempt == 1 {
+			return "", fmt.Errorf("%w: volume %s still does not hold this patina binary after it was filled (%s): remove it (docker volume rm %s) once no container uses it", ErrAgentBinary, v.name, bad.why, v.name)
+		}
+	}
+	v.ready.Store(true)
+	d.log.Info("shipped the patina binary to the engine and verified it", "volume", v.name, "bytes", v.size, "duration", time.Since(t0))
+	v.prune(ctx, d)
+	return v.name, nil
+}
+
+// agentMount mounts the agent volume at target: NoCopy always, so that
+// nothing of the container's image is ever copied into it.
+func agentMount(name, target string, readOnly bool) mount.Mount {
+	return mount.Mount{Type: mount.TypeVolume, Source: name, Target: target, ReadOnly: readOnly,
+		VolumeOptions: &mount.VolumeOptions{NoCopy: true}}
+}
+
+// agentMismatch: the volume's file is not this binary (why says how).
+type agentMismatch struct {
+	why     string
+	missing bool
+}
+
+func (e *agentMismatch) Error() string { return e.why }
+
+// check reads the volume's file back through the engine (a tar of it,
+// from the never-started container cid) and compares it with this binary:
+// a regular file, mode 0755, the same size, the same sha256. It reads at
+// most the binary's size of content.
+func (v *agentVolume) check(ctx context.Context, d *Docker, cid string) error {
+	rc, _, err := d.api.CopyFromContainer(ctx, cid, agentFillDir+"/patina")
+	if errdefs.IsNotFound(err) {
+		return &agentMismatch{why: "no file", missing: true}
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	hdr, err := tr.Next()
+	if err != nil {
+		return fmt.Errorf("read the volume's file: %w", err)
+	}
+	switch {
+	case hdr.Typeflag != tar.TypeReg:
+		return &agentMismatch{why: fmt.Sprintf("not a regular file (type %q)", hdr.Typeflag)}
+	case hdr.Size != v.size:
+		return &agentMismatch{why: fmt.Sprintf("%d bytes, not %d", hdr.Size, v.size)}
+	case hdr.Mode&0o7777 != 0o755:
+		return &agentMismatch{why: fmt.Sprintf("mode %o, not 755", hdr.Mode&0o7777)}
+	}
+	h := sha256.New()
+	if _, err := io.CopyN(h, tr, v.size); err != nil {
+		return fmt.Errorf("read the volume's file: %w", err)
+	}
+	if !bytes.Equal(h.Sum(nil), v.sum[:]) {
+		return &agentMismatch{why: "another file of the same size (its sha256 differs)"}
+	}
+	return nil
+}
+
+// fill writes this binary into the volume, replacing whatever is at its
+// path (a file, a link, a directory).
+func (v *agentVolume) fill(ctx context.Context, d *Docker, cid string) error {
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
 		hdr := &tar.Header{Name: "patina", Mode: 0o755, Size: v.size, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
 		err := tw.WriteHeader(hdr)
 		if err == nil {
-			_, err = io.Copy(tw, io.NewSectionReader(v.bin, 0, v.size))
+			_, err = io.Copy(tw, v.binary())
 		}
 		if err == nil {
 			err = tw.Close()
 		}
 		pw.CloseWithError(err)
 	}()
-	err = d.api.CopyToContainer(ctx, created.ID, "/agent", pr, container.CopyToContainerOptions{})
+	err := d.api.CopyToContainer(ctx, cid, agentFillDir, pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
 	pr.Close()
 	if err != nil {
-		return "", fmt.Errorf("copy the patina binary into volume %s: %w", v.name, err)
+		return fmt.Errorf("copy the patina binary into volume %s: %w", v.name, err)
 	}
-	v.ready = true
-	d.log.Info("shipped the patina binary to the engine", "volume", v.name, "bytes", v.size)
-	v.prune(ctx, d)
-	return v.name, nil
+	return nil
 }
 
 // pruneAge is how old another binary's volume must be before prune takes
@@ -215,6 +349,9 @@ func (d *Docker) StartAgent(ctx context.Context, containerID string, a AgentStar
 			slices.Equal([]string(ci.Config.Entrypoint), initCommand(a)) {
 			return nil
 		}
+	}
+	if err := d.agent.verified(ctx, d); err != nil {
+		return err
 	}
 	argv := append([]string{AgentPath}, serveArgs(a)...)
 	ex, err := d.api.ContainerExecCreate(ctx, containerID, container.ExecOptions{
@@ -308,6 +445,9 @@ const agentSocket = "@patina-agent"
 // dialExec starts `patina agent relay` in the container and speaks through
 // its standard input and output.
 func (d *Docker) dialExec(ctx context.Context, containerID string) (net.Conn, error) {
+	if err := d.agent.verified(ctx, d); err != nil {
+		return nil, err
+	}
 	ex, err := d.api.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		Cmd:          []string{AgentPath, "agent", "relay"},
 		User:         "0",

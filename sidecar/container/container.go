@@ -76,7 +76,7 @@ type API interface {
 	ContainerExecAttach(ctx context.Context, execID string, config container.ExecAttachOptions) (types.HijackedResponse, error)
 	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
 	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
-	ContainerStatPath(ctx context.Context, containerID, path string) (container.PathStat, error)
+	CopyFromContainer(ctx context.Context, containerID, srcPath string) (io.ReadCloser, container.PathStat, error)
 	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
 	VolumeInspect(ctx context.Context, volumeID string) (volume.Volume, error)
 	VolumeRemove(ctx context.Context, volumeID string, force bool) error
@@ -86,6 +86,7 @@ type API interface {
 	NetworkRemove(ctx context.Context, networkID string) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 	DaemonHost() string
+	ImageAPI
 }
 
 var _ API = (*client.Client)(nil)
@@ -183,6 +184,10 @@ type Docker struct {
 	diskChecked bool
 	diskErr     error
 	diskSeen    atomic.Bool // the engine was seen to read a layer from a disk
+	fillOnce sync.Once
+	fill     *ownImage
+	fillErr  error
+	foreign  sync.Map // agent volumes of other binaries noteForeignAgent logged
 }
 
 // New returns a Docker engine. The agent's binary is read once, here.
@@ -255,7 +260,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 }
 
 func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
-	agentVol, err := d.agent.ensure(ctx, d, spec.Image)
+	agentVol, err := d.agent.ensure(ctx, d)
 	if err != nil {
 		return "", err
 	}
@@ -267,7 +272,7 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	}
 	labels := d.labels(spec.WorkspaceID)
 	mounts := []mount.Mount{
-		{Type: mount.TypeVolume, Source: agentVol, Target: AgentDir, ReadOnly: true},
+		agentMount(agentVol, AgentDir, true),
 	}
 	switch {
 	case spec.Disk != "":
@@ -532,13 +537,41 @@ func (d *Docker) Inspect(ctx context.Context, id string) (State, error) {
 	return st, nil
 }
 
-// Start starts a stopped container.
+// Start starts a stopped container, once the agent volume it runs from
+// is verified.
 func (d *Docker) Start(ctx context.Context, id string) error {
+	if _, err := d.agent.ensure(ctx, d); err != nil {
+		return err
+	}
+	d.noteForeignAgent(ctx, id)
 	err := d.api.ContainerStart(ctx, id, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	return err
+}
+
+// noteForeignAgent logs, once per volume, that a container made by
+// another patina binary mounts that binary's agent volume: Docker cannot
+// change a container's mounts, so it runs the agent it was made with,
+// which this process neither filled nor checked (a volume filled by a
+// patina before the agent volume was checked may hold what an image put
+// there). Recreating the container (a fork, or removing it and starting
+// the workspace) puts it on this binary's verified volume.
+func (d *Docker) noteForeignAgent(ctx context.Context, id string) {
+	info, err := d.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, m := range info.Mounts {
+		if m.Destination != AgentDir || m.Name == d.agent.name {
+			continue
+		}
+		if _, seen := d.foreign.LoadOrStore(m.Name, true); !seen {
+			d.log.Warn("a workspace's container was made by another patina binary and runs that binary's agent, unchecked by this sidecar: fork the workspace, or remove its container and start it, to run this one's",
+				"container", short(id), "agent_volume", m.Name, "this_binary", d.agent.name)
+		}
+	}
 }
 
 // Stop stops a container (SIGTERM, then SIGKILL after timeout).

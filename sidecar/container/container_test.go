@@ -203,7 +203,7 @@ func TestAgentVolumeRemovedBehindOurBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.agent.ensure(ctx, d, image.DefaultTag); err != nil {
+	if _, err := d.agent.ensure(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	cid, err := d.Create(ctx, spec("tpruned"))

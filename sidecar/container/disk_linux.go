@@ -79,7 +79,8 @@ func (d *Docker) BindDisk(ctx context.Context, containerID, disk string) error {
 }
 
 // engineSeesDisk checks that the engine reads the container's layer from
-// the disk: a file made there must be in the container.
+// the disk: a file made there must be in the container (as the engine's
+// copy API finds it: an empty file, read in one go).
 func (d *Docker) engineSeesDisk(ctx context.Context, containerID, mine string) error {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -94,7 +95,10 @@ func (d *Docker) engineSeesDisk(ctx context.Context, containerID, mine string) e
 		return err
 	}
 	f.Close()
-	_, statErr := d.api.ContainerStatPath(ctx, containerID, "/"+name)
+	rc, _, statErr := d.api.CopyFromContainer(ctx, containerID, "/"+name)
+	if statErr == nil {
+		rc.Close()
+	}
 	os.Remove(probe)
 	if statErr != nil {
 		return fmt.Errorf("%w: the engine does not see the sidecar's mounts (is one of them in another mount namespace?): %v", ErrDiskUnsupported, statErr)

@@ -90,11 +90,11 @@ func (d *Docker) CopyVolumes(ctx context.Context, spec CopySpec) error {
 	if !ok {
 		return errors.New("this Docker client cannot wait for containers")
 	}
-	agentVol, err := d.agent.ensure(ctx, d, spec.Image)
+	agentVol, err := d.agent.ensure(ctx, d)
 	if err != nil {
 		return err
 	}
-	mounts := []mount.Mount{{Type: mount.TypeVolume, Source: agentVol, Target: AgentDir, ReadOnly: true}}
+	mounts := []mount.Mount{agentMount(agentVol, AgentDir, true)}
 	for _, role := range []string{"state", "files"} {
 		from, to := spec.FromFiles, spec.ToFiles
 		if role == "state" {

@@ -18,7 +18,6 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
@@ -32,7 +31,6 @@ import (
 type SwarmAPI interface {
 	API
 	Info(ctx context.Context) (system.Info, error)
-	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
 	ServiceCreate(ctx context.Context, spec swarm.ServiceSpec, options swarm.ServiceCreateOptions) (swarm.ServiceCreateResponse, error)
 	ServiceInspectWithRaw(ctx context.Context, serviceID string, opts swarm.ServiceInspectOptions) (swarm.Service, []byte, error)
 	ServiceUpdate(ctx context.Context, serviceID string, version swarm.Version, spec swarm.ServiceSpec, options swarm.ServiceUpdateOptions) (swarm.ServiceUpdateResponse, error)
@@ -46,6 +44,8 @@ type SwarmAPI interface {
 	NetworkDisconnect(ctx context.Context, networkID, containerID string, force bool) error
 	NetworkRemove(ctx context.Context, networkID string) error
 	NodeInspectWithRaw(ctx context.Context, nodeID string) (swarm.Node, []byte, error)
+	NodeList(ctx context.Context, options swarm.NodeListOptions) ([]swarm.Node, error)
+	NodeUpdate(ctx context.Context, nodeID string, version swarm.Version, node swarm.NodeSpec) error
 }
 
 var _ SwarmAPI = (*client.Client)(nil)
@@ -79,9 +79,6 @@ type SwarmConfig struct {
 	// (default /usr/local/lib/patina/patina): mounted read-only into each
 	// workspace, whose agent runs from it.
 	NodeBinary string
-	// RelayImage is an image on this host for the relay container (default:
-	// the image of the workspace being reached).
-	RelayImage string
 	// Unencrypted leaves the workspaces' overlay networks unencrypted
 	// (they are encrypted, IPsec between nodes, unless this is set).
 	Unencrypted bool
@@ -105,6 +102,8 @@ type Swarm struct {
 	relayMu  sync.Mutex
 	relayID  string
 	attached map[string]bool // overlay networks the relay is on
+
+	checks nodeChecks // of the nodes' binaries (swarm_verify.go)
 }
 
 // NewSwarm returns the Swarm engine. api must reach a manager of the swarm
@@ -123,6 +122,9 @@ func NewSwarm(api SwarmAPI, cfg SwarmConfig) (*Swarm, error) {
 	if !local.Local() {
 		return nil, errors.New("the swarm engine needs a manager's engine on this host (DOCKER_HOST must be a local socket): the sidecar reaches workspaces through a relay container here")
 	}
+	if local.agent.dynamic {
+		return nil, errors.New("the swarm engine needs a static patina binary (CGO_ENABLED=0 go build ./sidecar/cmd/patina): the same binary runs on every node, and the relay and the nodes' checks run it in an image of patina's own, which has no libc")
+	}
 	return &Swarm{api: api, cfg: cfg, log: cfg.Logger.With("component", "swarm"), local: local, attached: map[string]bool{}}, nil
 }
 
@@ -135,6 +137,21 @@ func (s *Swarm) Check(ctx context.Context) error {
 	if !info.Swarm.ControlAvailable {
 		return fmt.Errorf("--engine swarm: this Docker engine is not a swarm manager (swarm state %q): run `docker swarm init` here, or point DOCKER_HOST at a manager on this host", info.Swarm.LocalNodeState)
 	}
+	s.removeChecks(ctx)
+	// The image that checks each node's binary: made here, and named for
+	// the operator, who puts it on every node.
+	im, err := s.agentImage()
+	if err != nil {
+		return err
+	}
+	id, err := ensureOwnImage(ctx, s.api, im)
+	if err != nil {
+		return fmt.Errorf("patina's agent image: %w", err)
+	}
+	s.log.Info("workspaces run on nodes whose binary patina checked with its agent image: every node needs that image and this binary at --node-binary",
+		"image", im.tag, "image_id", short(strings.TrimPrefix(id, "sha256:")), "node_binary", s.cfg.NodeBinary,
+		"how", "on each node: patina image agent --binary "+s.cfg.NodeBinary+" (or docker save "+im.tag+" | docker load)")
+	s.checkNodesSoon()
 	return nil
 }
 
@@ -174,6 +191,13 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	img, err := s.api.ImageInspect(ctx, spec.Image)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	unverified, err := s.verifyNodes(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	if !s.anyVerified() {
+		return "", errNoVerifiedNode(unverified)
 	}
 	netID, err := s.ensureNetwork(ctx, spec.WorkspaceID, spec.Network == "none")
 	if err != nil {
@@ -236,8 +260,10 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 				NanoCPUs: int64(spec.CPUs * 1e9), MemoryBytes: spec.MemoryMB << 20, Pids: spec.PidsLimit,
 			}},
 			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionAny},
-			Placement:     &swarm.Placement{Constraints: slices.Clone(spec.Placement)},
-			Networks:      []swarm.NetworkAttachmentConfig{{Target: netID}},
+			// Until it is pinned: only nodes whose binary this process
+			// checked.
+			Placement: &swarm.Placement{Constraints: append(slices.Clone(spec.Placement), s.agentConstraint())},
+			Networks:  []swarm.NetworkAttachmentConfig{{Target: netID}},
 		},
 		Mode:         swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &one}},
 		EndpointSpec: &swarm.EndpointSpec{Mode: swarm.ResolutionModeDNSRR},
@@ -249,6 +275,10 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	t, err := s.waitRunning(ctx, resp.ID)
 	if err != nil {
 		_ = s.api.ServiceRemove(context.WithoutCancel(ctx), resp.ID)
+		if len(unverified) > 0 {
+			// Perhaps the nodes its placement allows are those.
+			err = fmt.Errorf("%w; %w: workspaces run only on nodes where patina checked it, and these are not: %s", err, ErrAgentBinary, whyNot(unverified))
+		}
 		return "", err
 	}
 	if err := s.pin(ctx, resp.ID, t.NodeID); err != nil {
@@ -384,7 +414,11 @@ func (s *Swarm) pin(ctx context.Context, serviceID, node string) error {
 			p = &swarm.Placement{}
 			spec.TaskTemplate.Placement = p
 		}
-		p.Constraints = slices.DeleteFunc(p.Constraints, func(c string) bool { return strings.HasPrefix(c, "node.id==") })
+		// Pinned, it needs the label no more: a later process that takes
+		// it off (and checks the node again before it starts a stopped
+		// workspace there) must not make Swarm stop one that runs.
+		agent := s.agentConstraint()
+		p.Constraints = slices.DeleteFunc(p.Constraints, func(c string) bool { return strings.HasPrefix(c, "node.id==") || c == agent })
 		p.Constraints = append(p.Constraints, "node.id=="+node)
 	})
 }
@@ -432,6 +466,18 @@ func (s *Swarm) Start(ctx context.Context, id string) error {
 	}
 	if why := s.nodeProblem(ctx, svc); why != "" {
 		return fmt.Errorf("%w: %s: its volumes are there; start it again when the node is back", ErrNodeDown, why)
+	}
+	// The node's binary, checked (once per process) before the task
+	// starts there.
+	unverified, err := s.verifyNodes(ctx, pinnedNode(svc))
+	if err != nil {
+		return err
+	}
+	if why, bad := unverified[pinnedNode(svc)]; bad || (pinnedNode(svc) == "" && !s.anyVerified()) {
+		if why == "" {
+			why = whyNot(unverified)
+		}
+		return fmt.Errorf("%w: %s; its volumes are on that node: start it again once its binary is the sidecar's", ErrAgentBinary, why)
 	}
 	if err := s.replicas(ctx, id, 1); err != nil {
 		return err
@@ -770,7 +816,7 @@ func (s *Swarm) DialAgent(ctx context.Context, id string) (net.Conn, error) {
 	if !addr.IsValid() {
 		return nil, fmt.Errorf("service %s has no running task on network %s", short(id), name)
 	}
-	relay, err := s.relay(ctx, name, svc.Spec.TaskTemplate.ContainerSpec.Image)
+	relay, err := s.relay(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -803,11 +849,11 @@ func (s *Swarm) relayName() string {
 // be. It runs `patina agent pause` and nothing else; no port of it is
 // published, and a workspace that reaches it on its network finds nothing
 // listening (nor any route on: it forwards nothing).
-func (s *Swarm) relay(ctx context.Context, netName, img string) (string, error) {
+func (s *Swarm) relay(ctx context.Context, netName string) (string, error) {
 	s.relayMu.Lock()
 	defer s.relayMu.Unlock()
 	if s.relayID == "" {
-		id, nets, err := s.ensureRelay(ctx, img)
+		id, nets, err := s.ensureRelay(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -848,13 +894,24 @@ func (s *Swarm) forgetRelay(id string) {
 	s.relayMu.Unlock()
 }
 
-// ensureRelay finds or makes the running relay container, from img (an
-// image on this host: a workspace's, whose service was made from this
-// host's image id). It returns its id and the networks it is on.
-func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, error) {
+// ensureRelay finds or makes the running relay container and returns its
+// id and the networks it is on. It is made from patina's own fill image
+// (an empty directory: the binary is static, and comes from the verified
+// agent volume), never from a workspace's image: it joins every
+// workspace's network. A relay made from another image (by an older
+// patina) is replaced.
+func (s *Swarm) ensureRelay(ctx context.Context) (string, []string, error) {
 	name := s.relayName()
+	img, err := s.local.fillImage(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("the relay container: %w", err)
+	}
+	vol, err := s.local.agent.ensure(ctx, s.local)
+	if err != nil {
+		return "", nil, err
+	}
 	if info, err := s.api.ContainerInspect(ctx, name); err == nil {
-		if info.Config != nil && info.Config.Labels[LabelRole] == swarmRoleRelay && info.State != nil && info.State.Running {
+		if info.Config != nil && info.Config.Labels[LabelRole] == swarmRoleRelay && info.State != nil && info.State.Running && info.Image == img {
 			var nets []string
 			if info.NetworkSettings != nil {
 				nets = slices.Collect(maps.Keys(info.NetworkSettings.Networks))
@@ -862,13 +919,6 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, 
 			return info.ID, nets, nil
 		}
 		_ = s.api.ContainerRemove(ctx, info.ID, container.RemoveOptions{Force: true})
-	}
-	if s.cfg.RelayImage != "" {
-		img = s.cfg.RelayImage
-	}
-	vol, err := s.local.agent.ensure(ctx, s.local, img)
-	if err != nil {
-		return "", nil, err
 	}
 	netID, err := s.local.ensureNetwork(ctx)
 	if err != nil {
@@ -878,7 +928,7 @@ func (s *Swarm) ensureRelay(ctx context.Context, img string) (string, []string, 
 	resp, err := s.api.ContainerCreate(ctx, &container.Config{
 		Image: img, Entrypoint: []string{AgentPath, "agent", "pause"}, Cmd: []string{}, Labels: labels,
 	}, &container.HostConfig{
-		Mounts:        []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: AgentDir, ReadOnly: true}},
+		Mounts:        []mount.Mount{agentMount(vol, AgentDir, true)},
 		NetworkMode:   container.NetworkMode(netID),
 		SecurityOpt:   []string{"no-new-privileges"},
 		CapDrop:       []string{"ALL"},

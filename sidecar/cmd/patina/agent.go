@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -20,7 +21,7 @@ sessions, files and git repository and serves them to the sidecar on an abstract
 unix socket in the container's network namespace. You do not run these commands
 yourself.`,
 	})
-	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentCopyCmd(a))
+	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentCopyCmd(a), newAgentCheckBinaryCmd(a))
 	return cmd
 }
 
@@ -148,4 +149,45 @@ in a helper container to copy a workspace's volumes when it forks one.`,
 		Args:    cobra.ExactArgs(2),
 		RunE:    func(cmd *cobra.Command, args []string) error { return agent.CopyTree(args[0], args[1]) },
 	}
+}
+
+// Exit codes of `patina agent check-binary`, which the sidecar reads from
+// the check's task on a swarm node.
+const (
+	exitBinaryDiffers = 3
+	exitBinaryMissing = 4
+)
+
+func newAgentCheckBinaryCmd(a *app) *cobra.Command {
+	var sum string
+	cmd := &cobra.Command{
+		Use:   "check-binary --sha256 HEX PATH",
+		Short: "Check that a file is a given patina binary (swarm nodes)",
+		Long: `Exit 0 if PATH is a regular file whose sha256 is HEX, 3 if it is another file,
+4 if there is no regular file there (a link is not followed). The sidecar runs
+it on each swarm node, from an image of its own that holds its own binary, to
+check the node's --node-binary before a workspace runs from it; the file
+checked is read, never run.`,
+		Example: `  /patina agent check-binary --sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 /node/patina`,
+		Hidden:  true,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := agent.CheckBinary(args[0], sum)
+			if err == nil {
+				return nil
+			}
+			code := exitFailure
+			switch {
+			case errors.Is(err, agent.ErrBinaryDiffers):
+				code = exitBinaryDiffers
+			case errors.Is(err, agent.ErrBinaryMissing):
+				code = exitBinaryMissing
+			}
+			fmt.Fprintln(a.stderr, "patina: "+err.Error())
+			return &exitError{code: code}
+		},
+	}
+	cmd.Flags().StringVar(&sum, "sha256", "", "the sha256 the file must have (64 hex digits)")
+	_ = cmd.MarkFlagRequired("sha256")
+	return cmd
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/docker/docker/client"
+	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/image"
 	"github.com/spf13/cobra"
 )
@@ -14,9 +16,9 @@ import (
 func newImageCmd(a *app) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:   "image",
-		Short: "Build patina's workspace image",
+		Short: "Build patina's workspace image, and its agent image for swarm nodes",
 	})
-	cmd.AddCommand(newImageBuildCmd(a))
+	cmd.AddCommand(newImageBuildCmd(a), newImageAgentCmd(a))
 	return cmd
 }
 
@@ -91,4 +93,49 @@ func shortImageID(id string) string {
 		id = id[len(prefix):]
 	}
 	return shortID(id)
+}
+
+func newImageAgentCmd(a *app) *cobra.Command {
+	var bin string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Make patina's agent image of a binary (on each swarm node)",
+		Long: `Make patina's agent image, patina/agent:<hash>, in the local Docker engine: the
+patina binary as /patina and nothing else, written by patina itself (no registry,
+no build), so that its image ID is fixed by the binary's bytes.
+
+A sidecar with --engine swarm runs a workspace on a node only once it has
+checked, with this image, that the node's --node-binary is its own binary:
+run this on every node with that binary (the default is this executable), or
+copy the image the sidecar made on its manager (docker save patina/agent:<hash>
+| docker load). A node whose binary is not the sidecar's makes another image,
+which the sidecar does not use.`,
+		Example: `  patina image agent
+  sudo /usr/local/lib/patina/patina image agent --binary /usr/local/lib/patina/patina`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bin == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				bin = exe
+			}
+			cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+			if err != nil {
+				return fmt.Errorf("docker client: %w", err)
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
+			defer cancel()
+			tag, id, err := container.LoadAgentImage(ctx, cli, bin)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s %s\n", tag, id)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&bin, "binary", "", "the patina binary (default: this one)")
+	return cmd
 }
