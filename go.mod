@@ -23,6 +23,12 @@ require (
 require github.com/coder/websocket v1.8.12
 
 require (
+	github.com/miekg/dns v1.1.68 // indirect
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/tools v0.50.0 // indirect
+)
+
+require (
 	github.com/99designs/gqlgen v0.17.89 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/Microsoft/go-winio v0.6.4 // indirect

@@ -34,8 +34,10 @@ type CreateWorkspaceRequest struct {
 	MemoryMB  int64   `json:"memory_mb,omitempty"`
 	CPUs      float64 `json:"cpus,omitempty"`
 	PidsLimit int64   `json:"pids_limit,omitempty"`
-	// Network is "bridge" (default) or "none".
-	Network string `json:"network,omitempty"`
+	// Network is the workspace's network policy (default: mode "open";
+	// "none" on a sidecar that cannot enforce a policy, see README
+	// "Network"). The strings "none" and "open" are accepted too.
+	Network *NetworkPolicy `json:"network,omitempty"`
 	// IdleStop stops the workspace after this long without activity (a Go
 	// duration from 1s to 720h: "15m"); "0": never; empty: the sidecar's
 	// --idle-stop. The next exec, session call or port connection starts
@@ -72,7 +74,7 @@ type Workspace struct {
 	// container that runs its sessions.
 	Agent       *AgentStatus      `json:"agent,omitempty"`
 	Image       string            `json:"image"`
-	Network     string            `json:"network"`
+	Network     NetworkPolicy     `json:"network"`
 	MemoryMB    int64             `json:"memory_mb"`
 	CPUs        float64           `json:"cpus"`
 	PidsLimit   int64             `json:"pids_limit"`
