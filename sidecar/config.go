@@ -79,6 +79,10 @@ type Config struct {
 	// overlay networks unencrypted.
 	NodeBinary       string
 	SwarmUnencrypted bool
+	// DNS is the DNS server (host:port) that workspaces' queries and the
+	// egress proxy's own lookups go to (default: the first nameserver of
+	// /etc/resolv.conf).
+	DNS string
 }
 
 // withDefaults fills in what the HTTP layer itself uses; the workspace

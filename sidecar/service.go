@@ -40,6 +40,7 @@ type Service struct {
 	log    *slog.Logger
 	docker DockerAPI
 	eng    engine
+	net    *boundary
 	mgr    *workspace.Manager
 	token  string
 
@@ -83,6 +84,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
+	nb := newBoundary(cfg, eng, abs, logger)
 	images := imageEnsurer{m: image.New(image.Config{}, cfg.Docker, logger), log: logger}
 	mgr, err := workspace.New(workspace.Config{
 		StateDir:        abs,
@@ -97,17 +99,20 @@ func New(cfg Config) (*Service, error) {
 		StopTimeout:     cfg.StopTimeout,
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
+		Network:         nb,
 		GitAuthor:       worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
 		Logger:          logger,
 	}, eng, images)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
+	nb.refused = mgr.NetworkRefused
 	return &Service{
 		cfg:    cfg,
 		log:    logger.With("component", "sidecar"),
 		docker: cfg.Docker,
 		eng:    eng,
+		net:    nb,
 		mgr:    mgr,
 		token:  tok,
 		done:   make(chan struct{}),
@@ -196,6 +201,8 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Error("http server", "err", err)
 		}
 	}()
+	// The boundary before adoption: adopted workspaces join it.
+	s.net.start(ctx)
 	s.adopted = s.mgr.Adopt()
 	if err := s.writeDiscovery(); err != nil {
 		s.log.Warn("write sidecar.json", "err", err)
@@ -230,7 +237,9 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		err = s.srv.Shutdown(ctx)
 	}
 	_ = os.Remove(filepath.Join(s.cfg.StateDir, "sidecar.json"))
+	empty := len(s.mgr.List()) == 0
 	s.mgr.Close()
+	s.net.close(ctx, empty)
 	if s.lock != nil {
 		s.lock.Close() // releases the flock
 	}

@@ -57,6 +57,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		Engine:           s.Engine,
 		NodeBinary:       s.NodeBinary,
 		SwarmUnencrypted: s.Unencrypted,
+		DNS:              s.DNS,
 	})
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 type wsCreateOptions struct {
 	name, repo, base, image, network string
 	idleStop                         string
-	placement                        []string
+	placement, allow                 []string
 	env                              []string
 	memoryMB, pids                   int64
 	cpus                             float64
@@ -38,7 +38,8 @@ it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
 2 CPUs, 4096 processes.`,
 		Example: `  patina ws create --name fix-tests --repo .
   patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192
-  patina ws create --network none --json        # a scratch workspace without network`,
+  patina ws create --network none --json        # a scratch workspace without network
+  patina ws create --repo . --allow pypi.org --allow '*.pythonhosted.org'   # only those hosts`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := o.request()
@@ -66,7 +67,8 @@ it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
 	f.Int64Var(&o.memoryMB, "memory", 0, "memory limit in MB (default: the sidecar's, 4096)")
 	f.Float64Var(&o.cpus, "cpus", 0, "CPU limit, e.g. 1.5 (default: the sidecar's, 2)")
 	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
-	f.StringVar(&o.network, "network", "", `"bridge" (default) or "none"`)
+	f.StringVar(&o.network, "network", "", `"open" (default: the internet, never the host, the LAN or other workspaces) or "none"`)
+	f.StringArrayVar(&o.allow, "allow", nil, "allow only this `DEST` (a name, *.domain, an address or CIDR, each with an optional :port; repeatable): network mode allow")
 	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop); its next use starts it again`)
 	f.StringArrayVar(&o.placement, "placement", nil, "a Swarm placement `CONSTRAINT`, e.g. node.labels.gpu==1 (repeatable; only with patina serve --engine swarm)")
 	f.BoolVar(&o.json, "json", false, "print the workspace as JSON")
@@ -82,7 +84,6 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 		MemoryMB:  o.memoryMB,
 		CPUs:      o.cpus,
 		PidsLimit: o.pids,
-		Network:   o.network,
 		IdleStop:  o.idleStop,
 		Placement: o.placement,
 	}
@@ -96,10 +97,18 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 	if o.base != "" && o.repo == "" {
 		return req, usagef("--base needs --repo (a scratch workspace has no git)")
 	}
-	switch o.network {
-	case "", "bridge", "none":
-	default:
-		return req, usagef("--network must be bridge or none, not %q", o.network)
+	switch {
+	case len(o.allow) > 0 && o.network != "":
+		return req, usagef("--allow sets network mode allow: leave out --network")
+	case len(o.allow) > 0:
+		req.Network = &client.NetworkPolicy{Mode: client.NetworkAllow, Allow: o.allow}
+	case o.network == "bridge" || o.network == client.NetworkOpen || o.network == client.NetworkNone:
+		req.Network = &client.NetworkPolicy{Mode: o.network}
+		if o.network == "bridge" {
+			req.Network.Mode = client.NetworkOpen
+		}
+	case o.network != "":
+		return req, usagef("--network must be open or none (or --allow DEST ...), not %q", o.network)
 	}
 	if o.memoryMB < 0 || o.cpus < 0 || o.pids < 0 {
 		return req, usagef("--memory, --cpus and --pids must not be negative")
