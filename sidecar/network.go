@@ -156,11 +156,18 @@ func (b *boundary) Apply(ctx context.Context, workspaceID, containerID string, p
 	if b.docker == nil || svc == nil {
 		return nil // only network none: its container was made without one
 	}
-	addr, err := b.docker.Attach(ctx, containerID, p.Mode != client.NetworkNone)
+	if p.Mode == client.NetworkNone {
+		// Cut its connections while the resets can still reach it: a socket
+		// whose interface is gone would wait for ever.
+		svc.Forget(workspaceID)
+		_, err := b.docker.Attach(ctx, containerID, false)
+		return err
+	}
+	addr, err := b.docker.Attach(ctx, containerID, true)
 	if err != nil {
 		return err
 	}
-	if p.Mode == client.NetworkNone || !addr.IsValid() {
+	if !addr.IsValid() {
 		svc.Forget(workspaceID)
 		return nil
 	}
