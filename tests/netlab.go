@@ -299,4 +299,3 @@ func HostAddrs(t *testing.T) []string {
 	}
 	return out
 }
-

@@ -9,8 +9,8 @@ import (
 	"net/netip"
 
 	"github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 )
 
 // NetInfo describes the sidecar's workspace network.

@@ -248,7 +248,9 @@ func (p Policy) MatchAddr(addr netip.Addr, port uint16) (Rule, bool) {
 // Narrows returns nil when p allows nothing that old does not (an agent
 // may ask for that itself), else ErrWidens saying what is wider.
 func (p Policy) Narrows(old Policy) error {
-	widens := func(what string) error { return fmt.Errorf("%w (%s allows only %s): %s", ErrWidens, "the current policy", old.describe(), what) }
+	widens := func(what string) error {
+		return fmt.Errorf("%w (%s allows only %s): %s", ErrWidens, "the current policy", old.describe(), what)
+	}
 	switch {
 	case p.Mode == client.NetworkNone:
 		return nil

@@ -209,7 +209,9 @@ func servers(t *testing.T) (httpPort, tlsPort, slowPort uint16) {
 		}
 	}))
 	t.Cleanup(slow.Close)
-	port := func(u string) uint16 { return netip.MustParseAddrPort(strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")).Port() }
+	port := func(u string) uint16 {
+		return netip.MustParseAddrPort(strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")).Port()
+	}
 	return port(hs.URL), port(ts.URL), port(slow.URL)
 }
 
