@@ -211,7 +211,7 @@ func (s *Service) handleHTTP(ctx context.Context, m *member, f *flow, orig netip
 		s.refused(m, dest, rule)
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 		write403(c, dest, rule)
-		reset(c)
+		closeGently(c)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(firstHeadBy))
 	h, err := readHead(br)

@@ -249,7 +249,7 @@ func (p Policy) MatchAddr(addr netip.Addr, port uint16) (Rule, bool) {
 // may ask for that itself), else ErrWidens saying what is wider.
 func (p Policy) Narrows(old Policy) error {
 	widens := func(what string) error {
-		return fmt.Errorf("%w (%s allows only %s): %s", ErrWidens, "the current policy", old.describe(), what)
+		return fmt.Errorf("%w: %s (the current policy: %s)", ErrWidens, what, old.describe())
 	}
 	switch {
 	case p.Mode == client.NetworkNone:

@@ -195,8 +195,20 @@ func (s *Service) refuse(m *member, c *net.TCPConn, dest, rule string) {
 	if n == 1 && b[0] >= 'A' && b[0] <= 'Z' {
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 		write403(c, dest, rule)
+		closeGently(c)
+		return
 	}
 	reset(c)
+}
+
+// closeGently ends a connection after an answer: the answer is sent, then
+// what the client still sends is read and dropped for a moment, so that a
+// reset does not destroy the answer before the client reads it.
+func closeGently(c *net.TCPConn) {
+	_ = c.CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+	c.Close()
 }
 
 func write403(w io.Writer, dest, rule string) {
