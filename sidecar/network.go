@@ -27,7 +27,8 @@ import (
 // traffic to them. It implements workspace.Network.
 type boundary struct {
 	log      *slog.Logger
-	docker   *container.Docker // nil: no boundary on this engine
+	docker   *container.Docker // nil: a swarm
+	remote   bool              // the engine is on another host: no boundary
 	stateDir string
 	upstream string
 	refused  func(string, egress.Refusal)
@@ -47,13 +48,15 @@ type egressPorts struct {
 
 func newBoundary(cfg Config, eng engine, stateDir string, logger *slog.Logger) *boundary {
 	b := &boundary{log: logger.With("component", "network"), stateDir: stateDir, upstream: cfg.DNS}
-	switch d, ok := eng.(*container.Docker); {
+	d, ok := eng.(*container.Docker)
+	b.docker = d // nil for a swarm
+	switch {
 	case !ok:
 		b.why = "a swarm's workspaces run on other hosts, whose traffic this sidecar does not see"
 	case !d.Local():
 		b.why = "the Docker engine is on another host"
+		b.remote = true
 	default:
-		b.docker = d
 		b.why = "the sidecar has not started its network boundary yet"
 	}
 	return b
@@ -62,7 +65,7 @@ func newBoundary(cfg Config, eng engine, stateDir string, logger *slog.Logger) *
 // start sets the boundary up: the network, the proxy, the rules. A failure
 // leaves the sidecar without one (network none only), saying why.
 func (b *boundary) start(ctx context.Context) {
-	if b.docker == nil {
+	if b.docker == nil || b.remote {
 		b.log.Info("workspaces can only have network none", "why", b.why)
 		return
 	}
@@ -153,8 +156,17 @@ func (b *boundary) Apply(ctx context.Context, workspaceID, containerID string, p
 	b.mu.Lock()
 	svc := b.svc
 	b.mu.Unlock()
-	if b.docker == nil || svc == nil {
-		return nil // only network none: its container was made without one
+	if b.docker == nil {
+		return nil // a swarm: its overlay was made for the policy
+	}
+	if svc == nil {
+		if p.Mode != client.NetworkNone {
+			return nil
+		}
+		// Only network none here: take a container of an older patina off
+		// the network it was on.
+		_, err := b.docker.Attach(ctx, containerID, false)
+		return err
 	}
 	if p.Mode == client.NetworkNone {
 		// Cut its connections while the resets can still reach it: a socket

@@ -140,6 +140,9 @@ func (d *Docker) Attach(ctx context.Context, containerID string, on bool) (netip
 				attached = true
 				continue
 			}
+			if !on && name == "none" {
+				continue
+			}
 			if err := d.api.NetworkDisconnect(ctx, name, containerID, true); err != nil && !errdefs.IsNotFound(err) {
 				return netip.Addr{}, fmt.Errorf("take workspace container %s off network %s: %w", short(containerID), name, err)
 			}

@@ -74,7 +74,7 @@ func (w *workspace) applyNetwork(ctx context.Context) error {
 	p := md.policy()
 	if why := w.m.cfg.Network.Enforced(); why != "" && p.Mode != client.NetworkNone {
 		w.mu.Lock()
-		w.notice = fmt.Sprintf("its network policy (%s) cannot be enforced by this sidecar (%s): it has no network; set network none, or run the sidecar where it can enforce it", p.Mode, why)
+		w.notice = fmt.Sprintf("its network policy (%s) cannot be enforced by this sidecar (%s): it is held to network none where the engine allows (on a swarm, recreate it); set network none, or run the sidecar where it can enforce the policy", p.Mode, why)
 		w.mu.Unlock()
 		p = egress.Policy{Mode: client.NetworkNone}
 	}
