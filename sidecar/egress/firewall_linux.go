@@ -55,6 +55,9 @@ func InstallRules(ctx context.Context, r Rules) error {
 		"*filter",
 		":" + in + " - [0:0]",
 		":" + fwd + " - [0:0]",
+		// Answers to what the host itself opened to a workspace (the
+		// bench's direct path): a workspace cannot open anything this way.
+		"-A " + in + " -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
 		"-A " + in + " -p tcp --dport " + p + " -j ACCEPT",
 		"-A " + in + " -p tcp --dport " + d + " -j ACCEPT",
 		"-A " + in + " -p udp --dport " + d + " -j ACCEPT",
