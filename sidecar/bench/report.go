@@ -246,7 +246,7 @@ func (r Report) WriteText(w io.Writer) error {
 	if e := r.Egress; e.Skipped == "" {
 		judged(9)
 		row("HTTPS GET p50 through the egress proxy / direct", fmt.Sprintf("%s / %s (+%s)", fmtMS(e.ProxyGet.P50MS), fmtMS(e.DirectGet.P50MS), fmtMS(e.AddedP50MS)), "", "")
-		row(fmt.Sprintf("HTTPS %s through the egress proxy / direct", fmtBytes(e.ProxyBytes.Bytes)),
+		row(fmt.Sprintf("HTTPS %s through the egress proxy / direct (median of %d alternating rounds)", fmtBytes(e.ProxyBytes.Bytes), e.Rounds),
 			fmt.Sprintf("%.0f / %.0f MB/s", e.ProxyBytes.MBPerSecond, e.DirectBytes.MBPerSecond), "", "")
 	} else {
 		row("egress proxy", "not measured: "+e.Skipped, "", "")
