@@ -136,6 +136,11 @@ func TestNetworkOpen(t *testing.T) {
 		n.refused("open", "", "tcp", fmt.Sprintf("%s:%d", gw, port))
 	}
 	n.refused("open", "", "http", otherIP+":8080", "x")
+	// IPv6 and IPv4 inside IPv6: the workspace has no IPv6, and an
+	// IPv4-mapped address is IPv4 to the kernel, checked the same way.
+	n.refused("open", "", "tcp", "[2001:db8:7::10]:8443")
+	n.refused("open", "", "http", "[::ffff:10.251.0.10]:8080", "x")
+	n.refused("open", "", "http", "[::ffff:169.254.169.254]:80", "x")
 	// No UDP (but DNS) and no ICMP leave; no raw sockets.
 	n.refused("open", "", "udp", "203.0.113.10:9999")
 	n.refused("open", "", "icmp", "203.0.113.10")

@@ -284,6 +284,22 @@ func TestValidateCreate(t *testing.T) {
 	}
 }
 
+// A sidecar that cannot enforce a network policy gives network none by
+// default and refuses the others, saying why.
+func TestNetworkNotEnforced(t *testing.T) {
+	m := newManager(t, newFakeEngine(t), t.TempDir())
+	req := client.CreateWorkspaceRequest{}
+	if err := m.validateCreate(&req); err != nil || req.Network == nil || req.Network.Mode != client.NetworkNone {
+		t.Fatalf("exp network none by default, got %+v %v", req.Network, err)
+	}
+	for _, mode := range []string{client.NetworkOpen, client.NetworkAllow} {
+		req := client.CreateWorkspaceRequest{Network: &client.NetworkPolicy{Mode: mode}}
+		if err := m.validateCreate(&req); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "cannot be enforced") {
+			t.Errorf("%s: exp ErrUnsupported saying why, got %v", mode, err)
+		}
+	}
+}
+
 // placingEngine is the fake engine as a cluster would be: it takes
 // placement constraints.
 type placingEngine struct{ *fakeEngine }
