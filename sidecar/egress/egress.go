@@ -262,7 +262,9 @@ func (s *Service) Set(id string, addr netip.Addr, p Policy) {
 	}
 	m.addr, m.policy = addr, p
 	for f := range m.flows {
-		if s.check(p, f.dst, f.name) != nil {
+		// A flow still deciding (no upstream yet) is checked against the
+		// policy of the moment when it gets one (carry).
+		if f.dst.IsValid() && s.check(p, f.dst, f.name) != nil {
 			cut = append(cut, f)
 		}
 	}

@@ -241,9 +241,11 @@ func (s *Service) handleHTTP(ctx context.Context, m *member, f *flow, orig netip
 	}
 	s.mu.Lock()
 	f.dst, f.name = ap, name
+	r = s.check(m.policy, ap, name) // it may have changed meanwhile
 	s.mu.Unlock()
-	if !f.setUp(up) {
+	if r != nil || !f.setUp(up) {
 		up.Close()
+		reset(c)
 		return
 	}
 	done := make(chan struct{})
