@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -140,4 +139,3 @@ func (m *Manager) NetworkRefused(workspaceID string, r egress.Refusal) {
 	w.logEvent(worktree.Event{Kind: "network-refused", Message: msg})
 }
 
-var _ = errors.Is
