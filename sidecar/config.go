@@ -91,6 +91,10 @@ type Config struct {
 	// disk.DefaultDir, /var/lib/patina/disks): one for every sidecar of the
 	// host, outside their state directories.
 	DiskDir string
+	// DNS is the DNS server (host:port) that workspaces' queries and the
+	// egress proxy's own lookups go to (default: the first nameserver of
+	// /etc/resolv.conf).
+	DNS string
 }
 
 // withDefaults fills in what the HTTP layer itself uses; the workspace

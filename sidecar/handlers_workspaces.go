@@ -48,6 +48,25 @@ func (s *Service) handleGetWorkspace(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ws)
 }
 
+func (s *Service) handleSetNetwork(w http.ResponseWriter, r *http.Request) {
+	narrow, err := boolParam(r, "narrow")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req client.NetworkPolicy
+	if err := decode(w, r, &req, s.cfg.MaxBodyBytes, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	ws, err := s.mgr.SetNetwork(r.Context(), r.PathValue("id"), req, narrow)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ws)
+}
+
 func (s *Service) handleStopWorkspace(w http.ResponseWriter, r *http.Request) {
 	ws, err := s.mgr.Stop(r.Context(), r.PathValue("id"))
 	if err != nil {

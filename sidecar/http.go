@@ -27,6 +27,7 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("POST /v1/workspaces/{id}/start", s.handleStartWorkspace)
 	mux.HandleFunc("POST /v1/workspaces/{id}/fork", s.handleForkWorkspace)
 	mux.HandleFunc("DELETE /v1/workspaces/{id}", s.handleDeleteWorkspace)
+	mux.HandleFunc("PUT /v1/workspaces/{id}/network", s.handleSetNetwork)
 
 	mux.HandleFunc("POST /v1/workspaces/{id}/sessions", s.handleCreateSession)
 	mux.HandleFunc("GET /v1/workspaces/{id}/sessions", s.handleListSessions)

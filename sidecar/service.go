@@ -42,6 +42,7 @@ type Service struct {
 	log    *slog.Logger
 	docker DockerAPI
 	eng    engine
+	net    *boundary
 	mgr    *workspace.Manager
 	token  string
 
@@ -85,6 +86,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
+	nb := newBoundary(cfg, eng, abs, logger)
 	images := imageEnsurer{m: image.New(image.Config{}, cfg.Docker, logger), log: logger}
 	disks, disksWhy := openDisks(cfg, eng, abs, logger)
 	mgr, err := workspace.New(workspace.Config{
@@ -100,6 +102,7 @@ func New(cfg Config) (*Service, error) {
 		StopTimeout:     cfg.StopTimeout,
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
+		Network:         nb,
 		GitAuthor:       worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
 		Disks:           disks,
 		DisksWhy:        disksWhy,
@@ -109,11 +112,13 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
+	nb.refused = mgr.NetworkRefused
 	return &Service{
 		cfg:    cfg,
 		log:    logger.With("component", "sidecar"),
 		docker: cfg.Docker,
 		eng:    eng,
+		net:    nb,
 		mgr:    mgr,
 		token:  tok,
 		done:   make(chan struct{}),
@@ -202,6 +207,8 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Error("http server", "err", err)
 		}
 	}()
+	// The boundary before adoption: adopted workspaces join it.
+	s.net.start(ctx)
 	s.adopted = s.mgr.Adopt()
 	if err := s.writeDiscovery(); err != nil {
 		s.log.Warn("write sidecar.json", "err", err)
@@ -236,7 +243,9 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		err = s.srv.Shutdown(ctx)
 	}
 	_ = os.Remove(filepath.Join(s.cfg.StateDir, "sidecar.json"))
+	empty := len(s.mgr.List()) == 0
 	s.mgr.Close()
+	s.net.close(ctx, empty)
 	if s.lock != nil {
 		s.lock.Close() // releases the flock
 	}

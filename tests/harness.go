@@ -63,8 +63,14 @@ func RepoRoot() string {
 // Binary builds sidecar/cmd/patina once per test process, into one shared
 // place under the temporary directory (replaced atomically, so test
 // processes running at once are safe), and returns its path.
+//
+// PATINA_E2E_BIN names another binary to run instead (an older build, to
+// see a test fail on the code before a fix).
 func Binary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("PATINA_E2E_BIN"); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		// One place per checkout: two clones testing at once must not run
 		// each other's binary.

@@ -22,7 +22,7 @@ import (
 // mcpTools are the tools `patina mcp` offers.
 var mcpTools = []string{
 	"command_output", "command_signal", "commit", "diff", "file_delete", "file_edit", "file_list",
-	"file_read", "file_write", "log", "merge", "port_forward", "run", "workspace_create", "workspace_delete",
+	"file_read", "file_write", "log", "merge", "network_restrict", "port_forward", "run", "workspace_create", "workspace_delete",
 	"workspace_fork", "workspace_list",
 }
 
@@ -197,6 +197,19 @@ func TestMCPEndToEnd(t *testing.T) {
 	}
 	if out := p.ok("run", map[string]any{"workspace": "agent", "command": "echo still here"}); !strings.Contains(out, "still here") {
 		t.Fatalf("after an error: %s", out)
+	}
+
+	// An agent may take network away from its workspace, never give it
+	// more: the sidecar refuses, whatever the MCP server sends.
+	if out := p.ok("network_restrict", map[string]any{"workspace": "agent", "allow": []string{"pypi.org:443"}}); !strings.Contains(out, "allow pypi.org:443") {
+		t.Fatalf("network_restrict: %s", out)
+	}
+	res = p.call("network_restrict", map[string]any{"workspace": "agent", "allow": []string{"pypi.org:443", "evil.test"}})
+	if !res.IsError || !strings.Contains(mcpText(res), "would allow more") {
+		t.Fatalf("exp widening refused, got %v: %s", res.IsError, mcpText(res))
+	}
+	if w, err := h.Client.GetWorkspace(ctx, "agent"); err != nil || strings.Join(w.Network.Allow, ",") != "pypi.org:443" {
+		t.Fatalf("exp the policy narrowed and no wider, got %+v %v", w.Network, err)
 	}
 
 	// Closing stdin ends patina mcp cleanly, and leaves the sidecar alone.

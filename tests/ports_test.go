@@ -281,7 +281,7 @@ func isTimeout(err error) bool {
 // reaches its own server, not another's on the same port.
 func TestPortForwardNoNetwork(t *testing.T) {
 	h := Start(t)
-	a := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "island", Network: "none"})
+	a := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "island", Network: &client.NetworkPolicy{Mode: client.NetworkNone}})
 	b := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "other"})
 	pa := startTestServer(t, h, "island", "127.0.0.1:8080", 8080)
 	pb := startTestServer(t, h, "other", "127.0.0.1:8080", 8080)

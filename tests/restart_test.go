@@ -95,7 +95,7 @@ func TestContainerRemovedBehindOurBack(t *testing.T) {
 func TestStopStart(t *testing.T) {
 	h := Start(t)
 	repo := GitRepo(t, map[string]string{"f": "1\n"})
-	w := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "ss", Repo: repo, Network: "none"})
+	w := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "ss", Repo: repo, Network: &client.NetworkPolicy{Mode: client.NetworkNone}})
 	h.Out("ss", "default", "export KEPT=yes; echo 2 > f")
 	time.Sleep(100 * time.Millisecond)
 	ctx := context.Background()

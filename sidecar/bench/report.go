@@ -68,6 +68,8 @@ type Report struct {
 	GitStatus GitStatus `json:"git_status"`
 	// Ports: a forwarded port against the container's own address.
 	Ports Ports `json:"ports"`
+	// Egress: the egress proxy against no proxy.
+	Egress Egress `json:"egress"`
 	// Fork: a fork of a workspace with Fork.Bytes installed, to its first
 	// exec.
 	Fork Fork `json:"fork"`
@@ -187,6 +189,11 @@ func (r *Report) judge() {
 		{fmt.Sprintf("git status, workspace ÷ repository (%d files)", r.GitStatus.Files), fmt.Sprintf("%.2f×", r.GitStatus.Ratio),
 			fmt.Sprintf("≤ %g×", TargetGitStatusRatio), r.GitStatus.Ratio > 0 && r.GitStatus.Ratio <= TargetGitStatusRatio},
 	}
+	if r.Egress.Skipped == "" {
+		r.Checks = append(r.Checks, Check{fmt.Sprintf("HTTPS %s through the egress proxy ÷ direct", fmtBytes(r.Egress.ProxyBytes.Bytes)),
+			fmt.Sprintf("%.2f×", r.Egress.ThroughputRatio), fmt.Sprintf("≥ %g×", TargetEgressThroughputRatio),
+			r.Egress.ThroughputRatio >= TargetEgressThroughputRatio})
+	}
 }
 
 // WriteText prints the report as a table: each judged figure with its
@@ -236,6 +243,14 @@ func (r Report) WriteText(w io.Writer) error {
 	row(fmt.Sprintf("fork of a workspace with %s installed, to its first exec", fmtBytes(r.Fork.Bytes)), fmtMS(r.Fork.MS), "", "")
 	row(fmt.Sprintf("HTTP %s forwarded / direct", fmtBytes(p.ForwardedBytes.Bytes)),
 		fmt.Sprintf("%.0f / %.0f MB/s (%.2f×)", p.ForwardedBytes.MBPerSecond, p.DirectBytes.MBPerSecond, p.ThroughputRatio), "", "")
+	if e := r.Egress; e.Skipped == "" {
+		judged(9)
+		row("HTTPS GET p50 through the egress proxy / direct", fmt.Sprintf("%s / %s (+%s)", fmtMS(e.ProxyGet.P50MS), fmtMS(e.DirectGet.P50MS), fmtMS(e.AddedP50MS)), "", "")
+		row(fmt.Sprintf("HTTPS %s through the egress proxy / direct (median of %d alternating rounds)", fmtBytes(e.ProxyBytes.Bytes), e.Rounds),
+			fmt.Sprintf("%.0f / %.0f MB/s", e.ProxyBytes.MBPerSecond, e.DirectBytes.MBPerSecond), "", "")
+	} else {
+		row("egress proxy", "not measured: "+e.Skipped, "", "")
+	}
 	if err := writeTable(w, rows); err != nil {
 		return err
 	}

@@ -24,6 +24,8 @@ func sampleReport() Report {
 		Diff:              Transfer{Bytes: 300e6, MS: 9000, MBPerSecond: 33},
 		RelayExec:         Latency{Samples: 200, P50MS: 1.2, P90MS: 1.5},
 		GitStatus:         GitStatus{Files: 10000, WorkspaceMS: 60, RepoMS: 58, Ratio: 60.0 / 58},
+		Egress: Egress{ProxyGet: Latency{Samples: 500, P50MS: 0.9}, DirectGet: Latency{Samples: 500, P50MS: 0.5},
+			ProxyBytes: Transfer{Bytes: 512e6, MBPerSecond: 600}, DirectBytes: Transfer{Bytes: 512e6, MBPerSecond: 900}, ThroughputRatio: 600.0 / 900},
 	}
 	r.judge()
 	return r
@@ -34,8 +36,8 @@ func TestJudge(t *testing.T) {
 	if r.Speedup != 160 {
 		t.Errorf("exp speed-up 160, got %g", r.Speedup)
 	}
-	if !r.Pass() || len(r.Checks) != 9 {
-		t.Fatalf("exp 9 passing checks, got %+v", r.Checks)
+	if !r.Pass() || len(r.Checks) != 10 {
+		t.Fatalf("exp 10 passing checks, got %+v", r.Checks)
 	}
 	tests := []struct {
 		name  string
@@ -55,6 +57,7 @@ func TestJudge(t *testing.T) {
 		{"fat after load", func(r *Report) { r.RSS.AfterLoadBytes = 100_000_001 }, 7},
 		{"slow git status", func(r *Report) { r.GitStatus.Ratio = 1.51 }, 8},
 		{"no git status", func(r *Report) { r.GitStatus.Ratio = 0 }, 8},
+		{"slow egress proxy", func(r *Report) { r.Egress.ThroughputRatio = 0.49 }, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,13 +123,13 @@ func TestReportJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"http_exec", "docker_exec", "speedup", "create_to_first_exec", "concurrent", "rss", "checks",
-		"agent_rss_bytes", "stream", "diff", "relay_exec", "git_status"} {
+		"agent_rss_bytes", "stream", "diff", "relay_exec", "git_status", "egress"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("exp key %q in %s", k, b)
 		}
 	}
 	var back Report
-	if err := json.Unmarshal(b, &back); err != nil || back.HTTPExec != r.HTTPExec || back.GitStatus != r.GitStatus || len(back.Checks) != 9 {
+	if err := json.Unmarshal(b, &back); err != nil || back.HTTPExec != r.HTTPExec || back.GitStatus != r.GitStatus || len(back.Checks) != 10 {
 		t.Errorf("exp a round trip, got %+v, %v", back, err)
 	}
 }

@@ -100,7 +100,8 @@ type runner struct {
 	relayDir string // the relay sidecar's state directory
 
 	mu         sync.Mutex
-	workspaces []string // ids created and not yet deleted
+	workspaces []string                          // ids created and not yet deleted
+	extra      []func(ctx context.Context) error // more to remove, last first
 }
 
 // newRunner makes a run's temporary directory (the sidecar's state
@@ -187,6 +188,11 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 
 	r.progress("%d HTTP requests and %s through a forwarded port and to the container's address", o.PortSamples, fmtBytes(o.PortBytes))
 	if rep.Ports, err = r.ports(ctx, ws.ID, ws.ContainerID); err != nil {
+		return err
+	}
+
+	r.progress("%d HTTPS requests and %s from the workspace through the egress proxy and from the host, to a server on \"the internet\"", o.PortSamples, fmtBytes(o.PortBytes))
+	if rep.Egress, err = r.egress(ctx, ws); err != nil {
 		return err
 	}
 
@@ -420,6 +426,14 @@ func (r *runner) cleanup(root string) error {
 			}
 		}
 		r.proc.stop()
+	}
+	r.mu.Lock()
+	extra := r.extra
+	r.mu.Unlock()
+	for i := len(extra) - 1; i >= 0; i-- {
+		if err := extra[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// Whatever the sidecars could not delete goes now.
 	for _, dir := range []string{r.stateDir, r.relayDir} {

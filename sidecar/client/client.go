@@ -169,6 +169,19 @@ func (c *Client) GetWorkspace(ctx context.Context, ws string) (Workspace, error)
 	return w, err
 }
 
+// SetNetwork changes a workspace's network policy, running or not:
+// connections it no longer allows are cut. With narrow, the sidecar refuses
+// (400) a policy that allows anything the current one does not.
+func (c *Client) SetNetwork(ctx context.Context, ws string, p NetworkPolicy, narrow bool) (Workspace, error) {
+	var w Workspace
+	path := "/v1/workspaces/" + esc(ws) + "/network"
+	if narrow {
+		path += "?narrow=1"
+	}
+	err := c.do(ctx, http.MethodPut, path, p, &w)
+	return w, err
+}
+
 // StopWorkspace stops a workspace's container (its files and notes stay).
 func (c *Client) StopWorkspace(ctx context.Context, ws string) (Workspace, error) {
 	var w Workspace

@@ -40,8 +40,10 @@ type CreateWorkspaceRequest struct {
 	// Refused (400) where the sidecar cannot enforce it (a remote engine,
 	// --engine swarm, a sidecar that is not root).
 	DiskMB int64 `json:"disk_mb,omitempty"`
-	// Network is "bridge" (default) or "none".
-	Network string `json:"network,omitempty"`
+	// Network is the workspace's network policy (default: mode "open";
+	// "none" on a sidecar that cannot enforce a policy, see README
+	// "Network"). The strings "none" and "open" are accepted too.
+	Network *NetworkPolicy `json:"network,omitempty"`
 	// IdleStop stops the workspace after this long without activity (a Go
 	// duration from 1s to 720h: "15m"); "0": never; empty: the sidecar's
 	// --idle-stop. The next exec, session call or port connection starts
@@ -76,12 +78,12 @@ type Workspace struct {
 	Notice string `json:"notice,omitempty"`
 	// Agent describes the workspace's agent, the process inside its
 	// container that runs its sessions.
-	Agent     *AgentStatus `json:"agent,omitempty"`
-	Image     string       `json:"image"`
-	Network   string       `json:"network"`
-	MemoryMB  int64        `json:"memory_mb"`
-	CPUs      float64      `json:"cpus"`
-	PidsLimit int64        `json:"pids_limit"`
+	Agent     *AgentStatus  `json:"agent,omitempty"`
+	Image     string        `json:"image"`
+	Network   NetworkPolicy `json:"network"`
+	MemoryMB  int64         `json:"memory_mb"`
+	CPUs      float64       `json:"cpus"`
+	PidsLimit int64         `json:"pids_limit"`
 	// DiskMB is the size of its disk and DiskUsedMB how much of it is used
 	// (absent: no disk limit, see CreateWorkspaceRequest.DiskMB).
 	DiskMB      int64             `json:"disk_mb,omitempty"`

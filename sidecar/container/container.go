@@ -13,11 +13,14 @@ package container
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +87,8 @@ type API interface {
 	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
 	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
 	NetworkRemove(ctx context.Context, networkID string) error
+	NetworkConnect(ctx context.Context, networkID, containerID string, config *network.EndpointSettings) error
+	NetworkDisconnect(ctx context.Context, networkID, containerID string, force bool) error
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 	DaemonHost() string
 	ImageAPI
@@ -110,8 +115,8 @@ type Spec struct {
 	MemoryMB    int64
 	CPUs        float64
 	PidsLimit   int64
-	// Network is "bridge" (patina's own network, no traffic between
-	// workspaces) or "none".
+	// Network is "none" (no network), or anything else: the sidecar's own
+	// network, whose traffic its egress proxy and rules own.
 	Network string
 	// Files is the host directory mounted at /workspace; "" gives the
 	// workspace a volume of its own.
@@ -162,9 +167,18 @@ type Config struct {
 	// exec relay; any engine), or "auto" (default: netns for a local engine
 	// whose container pids are this process's to see, else exec).
 	Transport string
-	// Network is the bridge network workspaces join (default "patina").
+	// Network is the bridge network workspaces join (default
+	// "patina-<hash of StateDir>": each sidecar has its own, whose traffic
+	// its egress proxy and firewall rules own); Bridge names its interface
+	// on the host (default "pt<the same hash>"; "" for the network given,
+	// Docker's br-<id>).
 	Network string
-	Logger  *slog.Logger
+	Bridge  string
+	// SubnetPool is where the network's subnet is taken from (default
+	// 10.213.0.0/16, a /24 per sidecar, chosen by the hash, the next free
+	// one on a clash): Docker's own pools hold about thirty networks.
+	SubnetPool netip.Prefix
+	Logger     *slog.Logger
 }
 
 // Docker runs workspaces on a Docker engine.
@@ -196,7 +210,12 @@ func New(api API, cfg Config) (*Docker, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Network == "" {
-		cfg.Network = "patina"
+		h := sha256.Sum256([]byte(cfg.StateDir))
+		tag := hex.EncodeToString(h[:5])
+		cfg.Network, cfg.Bridge = "patina-"+tag, "pt"+tag
+	}
+	if !cfg.SubnetPool.IsValid() {
+		cfg.SubnetPool = netip.MustParsePrefix("10.213.0.0/16")
 	}
 	if cfg.Binary == "" {
 		exe, err := os.Executable()
@@ -265,7 +284,7 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 		return "", err
 	}
 	netMode := "none"
-	if spec.Network == "bridge" || spec.Network == "" {
+	if spec.Network != "none" {
 		if netMode, err = d.ensureNetwork(ctx); err != nil {
 			return "", err
 		}
@@ -343,6 +362,9 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 		SecurityOpt: []string{"no-new-privileges"},
 		CapDrop:     []string{"ALL"},
 		CapAdd:      Capabilities,
+		// No IPv6 inside: the host's rules refuse it anyway, and a
+		// workspace reaches IPv6 servers by name, through the proxy.
+		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"},
 		Resources: container.Resources{
 			Memory:    spec.MemoryMB << 20,
 			NanoCPUs:  int64(spec.CPUs * 1e9),
@@ -416,13 +438,8 @@ func (d *Docker) ensureNetwork(ctx context.Context) (string, error) {
 	if id, err := d.findNetwork(ctx); err != nil || id != "" {
 		return id, err
 	}
-	_, err := d.api.NetworkCreate(ctx, d.cfg.Network, network.CreateOptions{
-		Driver:  "bridge",
-		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
-		Labels:  map[string]string{LabelManaged: "1"},
-	})
-	if err != nil && !errdefs.IsConflict(err) {
-		return "", fmt.Errorf("create network %s: %w", d.cfg.Network, err)
+	if err := d.createNetwork(ctx); err != nil {
+		return "", err
 	}
 	id, err := d.findNetwork(ctx)
 	if err == nil && id == "" {
@@ -680,6 +697,9 @@ func Cleanup(ctx context.Context, api API, stateDir string) error {
 				}
 			}
 		}
+	}
+	if err := removeNetworks(ctx, api, stateDir); err != nil {
+		errs = append(errs, err)
 	}
 	if stateDir != "" {
 		if abs, err := filepath.Abs(stateDir); err == nil {

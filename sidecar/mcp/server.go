@@ -139,6 +139,7 @@ func New(c *client.Client, opts Options) *mcp.Server {
 	s.addGitTools(ms)
 	s.addPortTools(ms)
 	s.addForkTool(ms)
+	s.addNetworkTool(ms)
 	return ms
 }
 
@@ -148,7 +149,7 @@ var ToolNames = []string{
 	"run", "command_output", "command_signal",
 	"file_read", "file_write", "file_edit", "file_list", "file_delete",
 	"diff", "commit", "merge", "log",
-	"port_forward", "workspace_fork",
+	"port_forward", "workspace_fork", "network_restrict",
 }
 
 // handler is a tool's logic: the text the model reads and the structured

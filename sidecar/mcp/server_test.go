@@ -228,6 +228,8 @@ func TestMCPArgumentValidation(t *testing.T) {
 		{"diff", map[string]any{"workspace": ""}, []string{"workspace is required"}},
 		{"port_forward", map[string]any{"workspace": "w", "port": 70000}, []string{"port must be between 1 and 65535"}},
 		{"port_forward", map[string]any{"workspace": "", "port": 80}, []string{"workspace is required"}},
+		{"network_restrict", map[string]any{"workspace": "w", "none": true, "allow": []string{"a.test"}}, []string{"not both"}},
+		{"network_restrict", map[string]any{"workspace": ""}, []string{"workspace is required"}},
 	} {
 		mustFail(t, cs, tc.tool, tc.args, tc.parts...)
 	}

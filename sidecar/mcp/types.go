@@ -278,6 +278,19 @@ type LogOut struct {
 	Total   int        `json:"total" jsonschema:"How many events the log holds."`
 }
 
+// NetworkRestrictIn is network_restrict's arguments.
+type NetworkRestrictIn struct {
+	Workspace string   `json:"workspace" jsonschema:"The workspace's name or id."`
+	Allow     []string `json:"allow,omitempty" jsonschema:"Keep only these destinations: DNS names (pypi.org), wildcards (*.golang.org), addresses or CIDR prefixes, each with an optional :port. Each must already be allowed by the current policy."`
+	None      bool     `json:"none,omitempty" jsonschema:"Take all network away instead."`
+}
+
+// NetworkOut is network_restrict's result: the policy now.
+type NetworkOut struct {
+	Mode  string   `json:"mode" jsonschema:"none, open (the internet, nothing private) or allow (only the list)."`
+	Allow []string `json:"allow,omitempty" jsonschema:"What mode allow lets through."`
+}
+
 // PortForwardIn is port_forward's arguments.
 type PortForwardIn struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace's name or id."`

@@ -164,6 +164,19 @@ func (w *workspace) adopt(ctx context.Context) {
 			}
 		}
 	}
+	if status == client.StatusRunning {
+		// Its container may be on the shared network of an older patina:
+		// it moves to this sidecar's, under its policy.
+		w.mu.Lock()
+		w.notice = notice
+		w.mu.Unlock()
+		if err := w.applyNetwork(ctx); err != nil {
+			m.log.Warn("adopt: apply the workspace's network policy", "workspace_id", md.ID, "err", err)
+		}
+		w.mu.Lock()
+		notice = w.notice
+		w.mu.Unlock()
+	}
 	w.mu.Lock()
 	w.repo = repo
 	w.why, w.notice = why, notice

@@ -41,13 +41,12 @@ func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
 	if req.Repo != "" && !filepath.IsAbs(req.Repo) {
 		return fmt.Errorf("%w: repo must be an absolute path on the sidecar's machine, got %q", ErrInvalid, req.Repo)
 	}
-	switch req.Network {
-	case "":
-		req.Network = "bridge"
-	case "bridge", "none":
-	default:
-		return fmt.Errorf("%w: network must be \"bridge\" or \"none\", got %q", ErrInvalid, req.Network)
+	pol, err := m.parseNetwork(req.Network)
+	if err != nil {
+		return err
 	}
+	wire := pol.Wire()
+	req.Network = &wire
 	for k, v := range req.Env {
 		if !session.ValidEnvName(k) {
 			return fmt.Errorf("%w: env: %q is not a valid variable name", ErrInvalid, k)
@@ -145,19 +144,20 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 	cleanup := context.WithoutCancel(ctx)
 
 	md := meta{
-		Format:     formatAgent,
-		Name:       req.Name,
-		Image:      req.Image,
-		Network:    req.Network,
-		IdleStop:   req.IdleStop,
-		Placement:  req.Placement,
-		MemoryMB:   req.MemoryMB,
-		CPUs:       req.CPUs,
-		PidsLimit:  req.PidsLimit,
-		Env:        req.Env,
-		DiskMB:     req.DiskMB,
-		CreatedAt:  time.Now().UTC(),
-		AgentToken: randomHex(32),
+		Format:       formatAgent,
+		Name:         req.Name,
+		Image:        req.Image,
+		Network:      req.Network.Mode,
+		NetworkAllow: req.Network.Allow,
+		IdleStop:     req.IdleStop,
+		Placement:    req.Placement,
+		MemoryMB:     req.MemoryMB,
+		CPUs:         req.CPUs,
+		PidsLimit:    req.PidsLimit,
+		Env:          req.Env,
+		DiskMB:       req.DiskMB,
+		CreatedAt:    time.Now().UTC(),
+		AgentToken:   randomHex(32),
 	}
 	var repo *worktree.Repo
 	if req.Repo != "" {
@@ -231,6 +231,10 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 	w.agent = w.newAgentClient()
 	w.mu.Unlock()
 	undo = append(undo, func() { w.release() })
+	undo = append(undo, func() { m.cfg.Network.Forget(md.ID) })
+	if err := w.applyNetwork(ctx); err != nil {
+		return fail(err)
+	}
 	if err := w.startAgent(ctx); err != nil {
 		return fail(err)
 	}

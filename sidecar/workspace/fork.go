@@ -72,9 +72,10 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 			base = md.BaseCommit
 		}
 	}
+	netw := md.policy().Wire()
 	creq := client.CreateWorkspaceRequest{
 		Name: req.Name, Repo: md.Repo, Base: base, Image: md.Image, Env: md.Env,
-		MemoryMB: md.MemoryMB, CPUs: md.CPUs, PidsLimit: md.PidsLimit, Network: md.Network, IdleStop: md.IdleStop,
+		MemoryMB: md.MemoryMB, CPUs: md.CPUs, PidsLimit: md.PidsLimit, Network: &netw, IdleStop: md.IdleStop,
 	}
 	if err := m.validateCreate(&creq); err != nil {
 		return client.Workspace{}, err

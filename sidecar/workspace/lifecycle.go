@@ -74,6 +74,7 @@ func (w *workspace) stopWhy(ctx context.Context, idleWhy string) error {
 	if err := m.eng.Stop(ctx, w.containerID(), m.cfg.StopTimeout); err != nil && !errors.Is(err, container.ErrNotFound) {
 		return fmt.Errorf("stop workspace: %w", err)
 	}
+	m.cfg.Network.Forget(w.id())
 	w.mu.Lock()
 	w.status = client.StatusStopped
 	w.why = idleWhy
@@ -161,6 +162,9 @@ func (w *workspace) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := w.applyNetwork(ctx); err != nil {
+		return err
+	}
 	w.closeAgent()
 	w.mu.Lock()
 	w.agent = w.newAgentClient()
@@ -238,6 +242,7 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	w.mu.Unlock()
 	w.closeForwards()
 	w.closeAgent()
+	m.cfg.Network.Forget(md.ID)
 	if err := m.eng.Remove(ctx, md.ContainerID); err != nil {
 		m.log.Warn("remove container", "workspace_id", md.ID, "err", err)
 	}

@@ -269,7 +269,8 @@ func TestValidateCreate(t *testing.T) {
 		"huge pids":                    {PidsLimit: 1 << 40},
 		"odd image":                    {Image: "-rf"},
 		"image with ..":                {Image: "a/../b"},
-		"bad network":                  {Network: "host"},
+		"bad network":                  {Network: &client.NetworkPolicy{Mode: "host"}},
+		"bad allow entry":              {Network: &client.NetworkPolicy{Mode: "allow", Allow: []string{"a b"}}},
 		"bad name":                     {Name: "a..b"},
 		"base, no repo":                {Base: "main"},
 		"relative repo":                {Repo: "x"},
@@ -279,6 +280,22 @@ func TestValidateCreate(t *testing.T) {
 		r := req
 		if err := m.validateCreate(&r); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: exp ErrInvalid, got %v", name, err)
+		}
+	}
+}
+
+// A sidecar that cannot enforce a network policy gives network none by
+// default and refuses the others, saying why.
+func TestNetworkNotEnforced(t *testing.T) {
+	m := newManager(t, newFakeEngine(t), t.TempDir())
+	req := client.CreateWorkspaceRequest{}
+	if err := m.validateCreate(&req); err != nil || req.Network == nil || req.Network.Mode != client.NetworkNone {
+		t.Fatalf("exp network none by default, got %+v %v", req.Network, err)
+	}
+	for _, mode := range []string{client.NetworkOpen, client.NetworkAllow} {
+		req := client.CreateWorkspaceRequest{Network: &client.NetworkPolicy{Mode: mode}}
+		if err := m.validateCreate(&req); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "cannot be enforced") {
+			t.Errorf("%s: exp ErrUnsupported saying why, got %v", mode, err)
 		}
 	}
 }

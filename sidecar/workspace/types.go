@@ -100,6 +100,9 @@ type Config struct {
 	// DefaultDiskMB is the disk of a workspace whose request names none
 	// (disk.DefaultMB, at most the pool's size).
 	DefaultDiskMB int64
+	// Network holds workspaces to their network policies (default: none
+	// enforced, so only network none).
+	Network Network
 	// GitAuthor signs patina's commits.
 	GitAuthor worktree.Signature
 	// Logger (default: discard).
@@ -152,6 +155,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Network == nil {
+		c.Network = noNetwork{why: "it was started without a network boundary"}
+	}
 	return c
 }
 
@@ -176,15 +182,18 @@ type meta struct {
 	ObjectDirs []string `json:"object_dirs,omitempty"`
 	// Shipped: the engine is not on this host; the workspace's files are
 	// in its own volume and its base's objects were shipped to it.
-	Shipped    bool              `json:"shipped,omitempty"`
-	Base       string            `json:"base,omitempty"`
-	BaseCommit string            `json:"base_commit,omitempty"`
-	Image      string            `json:"image"`
-	Network    string            `json:"network"`
-	MemoryMB   int64             `json:"memory_mb"`
-	CPUs       float64           `json:"cpus"`
-	PidsLimit  int64             `json:"pids_limit"`
-	Env        map[string]string `json:"env,omitempty"`
+	Shipped    bool   `json:"shipped,omitempty"`
+	Base       string `json:"base,omitempty"`
+	BaseCommit string `json:"base_commit,omitempty"`
+	Image      string `json:"image"`
+	// Network is the policy's mode ("bridge" in older records: open),
+	// NetworkAllow its allow list.
+	Network      string            `json:"network"`
+	NetworkAllow []string          `json:"network_allow,omitempty"`
+	MemoryMB     int64             `json:"memory_mb"`
+	CPUs         float64           `json:"cpus"`
+	PidsLimit    int64             `json:"pids_limit"`
+	Env          map[string]string `json:"env,omitempty"`
 	// ContainerID is the current container.
 	ContainerID string    `json:"container_id,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`

@@ -179,7 +179,7 @@ func (w *workspace) viewOfRecord() client.Workspace {
 		Error:       w.why,
 		Notice:      w.notice,
 		Image:       md.Image,
-		Network:     md.Network,
+		Network:     md.policy().Wire(),
 		MemoryMB:    md.MemoryMB,
 		CPUs:        md.CPUs,
 		PidsLimit:   md.PidsLimit,

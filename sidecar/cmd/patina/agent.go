@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,12 +22,15 @@ sessions, files and git repository and serves them to the sidecar on an abstract
 unix socket in the container's network namespace. You do not run these commands
 yourself.`,
 	})
-	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentCopyCmd(a), newAgentCheckBinaryCmd(a))
+	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentTestClientCmd(a), newAgentCopyCmd(a), newAgentCheckBinaryCmd(a))
 	return cmd
 }
 
 func newAgentTestServerCmd(a *app) *cobra.Command {
-	var addr string
+	var (
+		addr   string
+		useTLS bool
+	)
 	cmd := &cobra.Command{
 		Use:   "test-server",
 		Short: "Serve the HTTP test server of patina's port-forwarding tests and bench",
@@ -41,11 +45,48 @@ func newAgentTestServerCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if useTLS {
+				cfg, err := bench.SelfSignedTLS()
+				if err != nil {
+					return err
+				}
+				ln = tls.NewListener(ln, cfg)
+			}
 			fmt.Fprintf(a.stderr, "test server listening on %s\n", ln.Addr())
 			return bench.ServeTestHTTP(cmd.Context(), ln)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "listen", "127.0.0.1:3000", "the address to listen on")
+	cmd.Flags().BoolVar(&useTLS, "tls", false, "serve HTTPS (a certificate made at start)")
+	return cmd
+}
+
+func newAgentTestClientCmd(a *app) *cobra.Command {
+	var (
+		url     string
+		samples int
+		n       int64
+	)
+	cmd := &cobra.Command{
+		Use:   "test-client",
+		Short: "Measure HTTPS GETs to the test server (patina bench runs it inside a workspace)",
+		Long: `Time HTTPS GETs of /hello on one connection to the test server at --url, then one
+GET of --bytes bytes, and print the figures as JSON: "patina bench" runs it in a
+workspace (through the egress proxy) and the same code on the host (directly).`,
+		Example: `  /.patina/bin/patina agent test-client --url https://198.51.100.2:8443 --samples 200 --bytes 1000000`,
+		Hidden:  true,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := bench.RunTestClient(cmd.Context(), url, samples, n)
+			if err != nil {
+				return err
+			}
+			return writeJSON(a.stdout, res)
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "the test server, https://HOST:PORT")
+	cmd.Flags().IntVar(&samples, "samples", 500, "how many GETs of /hello to time")
+	cmd.Flags().Int64Var(&n, "bytes", 512_000_000, "the size of the download")
 	return cmd
 }
 

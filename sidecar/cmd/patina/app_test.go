@@ -62,7 +62,7 @@ func TestUsage(t *testing.T) {
 		{"show takes one ws", []string{"ws", "show", "a", "b"}, exitUsage, "takes one workspace"},
 		{"show empty ws", []string{"ws", "show", ""}, exitUsage, "empty"},
 		{"rm needs ws", []string{"ws", "rm"}, exitUsage, "needs a workspace"},
-		{"bad network", []string{"ws", "create", "--network", "host"}, exitUsage, "--network must be bridge or none"},
+		{"bad network", []string{"ws", "create", "--network", "host"}, exitUsage, "--network must be open or none"},
 		{"bad env", []string{"ws", "create", "--env", "NOEQUALS"}, exitUsage, "want KEY=VALUE"},
 		{"bad env name", []string{"ws", "create", "--env", "1X=2"}, exitUsage, "not a variable name"},
 		{"base without repo", []string{"ws", "create", "--base", "main"}, exitUsage, "--base needs --repo"},

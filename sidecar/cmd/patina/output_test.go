@@ -141,7 +141,7 @@ func TestPrintWorkspace(t *testing.T) {
 	ws := client.Workspace{
 		ID: "abc", Name: "demo", Status: "running", Repo: "/src/app", Branch: "patina/demo",
 		Base: "refs/heads/main", BaseCommit: "0123456789abcdef", Worktree: "/state/wt/demo",
-		Image: "patina/base:bookworm", ContainerID: "0123456789abcdef0123", Network: "none",
+		Image: "patina/base:bookworm", ContainerID: "0123456789abcdef0123", Network: client.NetworkPolicy{Mode: "none"},
 		MemoryMB: 512, CPUs: 1.5, PidsLimit: 100, Env: map[string]string{"B": "2", "A": "1"},
 		CreatedAt: testNow.Add(-time.Hour),
 	}
@@ -315,7 +315,7 @@ func TestWsCreateRequest(t *testing.T) {
 	if req.Repo != dir+"/sub" {
 		t.Errorf("exp the repo made absolute, %s/sub, got %s", dir, req.Repo)
 	}
-	if req.Name != "x" || req.Base != "main" || req.Env["K"] != "V" || req.CPUs != 1.5 || req.Network != "none" {
+	if req.Name != "x" || req.Base != "main" || req.Env["K"] != "V" || req.CPUs != 1.5 || req.Network == nil || req.Network.Mode != "none" {
 		t.Errorf("unexpected request %+v", req)
 	}
 	req, err = wsCreateOptions{}.request()

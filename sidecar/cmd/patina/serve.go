@@ -60,6 +60,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		DefaultDiskMB:    s.DiskMB,
 		DiskPoolMB:       s.DiskPoolMB,
 		DiskDir:          s.DiskDir,
+		DNS:              s.DNS,
 	})
 	if err != nil {
 		return err

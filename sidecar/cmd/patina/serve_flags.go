@@ -19,6 +19,7 @@ type serveOptions struct {
 	transport                    string
 	engine, nodeBinary           string
 	unencrypted                  bool
+	dns                          string
 	logLevel, logFormat          string
 	shutdownTimeout              time.Duration
 	idleStop                     time.Duration
@@ -32,6 +33,7 @@ type serveSettings struct {
 	Transport                    string
 	Engine, NodeBinary           string
 	Unencrypted                  bool
+	DNS                          string
 	Logger                       *slog.Logger
 	ShutdownTimeout              time.Duration
 	IdleStop                     time.Duration
@@ -82,6 +84,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.engine, "engine", "docker", "where workspaces run: docker (containers on the Docker engine of DOCKER_HOST) or swarm (a service per workspace on the Docker Swarm cluster this host manages; see docs/scale-out.md)")
 	f.StringVar(&o.nodeBinary, "node-binary", "/usr/local/lib/patina/patina", "--engine swarm: where every node has this same patina binary (static), mounted read-only into its workspaces")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: do not encrypt the workspaces' overlay networks (IPsec between nodes; needs the kernel's xfrm and ESP between nodes)")
+	f.StringVar(&o.dns, "dns", "", "the DNS server (host:port) that workspaces' DNS queries and the egress proxy's lookups go to, filtered by each workspace's network policy (default: the first nameserver of /etc/resolv.conf)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight when stopping")
@@ -152,6 +155,11 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.engine == "swarm" && (o.nodeBinary == "" || !strings.HasPrefix(o.nodeBinary, "/")) {
 		return s, usagef("--node-binary must be an absolute path, not %q", o.nodeBinary)
 	}
+	if o.dns != "" {
+		if _, _, err := net.SplitHostPort(o.dns); err != nil {
+			return s, usagef("--dns %q: want host:port (%v)", o.dns, err)
+		}
+	}
 	// serve's own flags shadow the global ones; read them here.
 	a.stateDir = o.stateDir
 	dir, err := a.resolveStateDir()
@@ -171,6 +179,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		Engine:          o.engine,
 		NodeBinary:      o.nodeBinary,
 		Unencrypted:     o.unencrypted,
+		DNS:             o.dns,
 		Logger:          slog.New(h),
 		ShutdownTimeout: o.shutdownTimeout,
 		IdleStop:        o.idleStop,

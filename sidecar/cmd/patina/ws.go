@@ -45,6 +45,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
 		newWsApplyCmd(a),
 		newWsLogCmd(a),
 		newWsPortCmd(a),
+		newWsNetworkCmd(a),
 		newWsForkCmd(a),
 	)
 	return cmd
@@ -75,7 +76,7 @@ func printWorkspace(w io.Writer, ws client.Workspace, now time.Time) error {
 		{"Worktree", ws.Worktree},
 		{"Image", ws.Image},
 		{"Container", shortID(ws.ContainerID)},
-		{"Network", ws.Network},
+		{"Network", ws.Network.String()},
 		{"Limits", limits(ws)},
 		{"Env", envList(ws.Env)},
 		{"Created", created},

@@ -14,7 +14,7 @@ import (
 type wsCreateOptions struct {
 	name, repo, base, image, network string
 	idleStop                         string
-	placement                        []string
+	placement, allow                 []string
 	env                              []string
 	memoryMB, pids, diskMB           int64
 	cpus                             float64
@@ -40,7 +40,8 @@ workspace writes (where the sidecar can keep disks: a local engine, a root
 sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 		Example: `  patina ws create --name fix-tests --repo .
   patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192 --disk 20480
-  patina ws create --network none --json        # a scratch workspace without network`,
+  patina ws create --network none --json        # a scratch workspace without network
+  patina ws create --repo . --allow pypi.org --allow '*.pythonhosted.org'   # only those hosts`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := o.request()
@@ -69,7 +70,8 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 	f.Float64Var(&o.cpus, "cpus", 0, "CPU limit, e.g. 1.5 (default: the sidecar's, 2)")
 	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
 	f.Int64Var(&o.diskMB, "disk", 0, "disk limit in MB for everything the workspace writes (its files, its sessions' state, what it installs): past it, writes fail with \"No space left on device\" inside (default: the sidecar's --disk)")
-	f.StringVar(&o.network, "network", "", `"bridge" (default) or "none"`)
+	f.StringVar(&o.network, "network", "", `"open" (default: the internet, never the host, the LAN or other workspaces) or "none"`)
+	f.StringArrayVar(&o.allow, "allow", nil, "allow only this `DEST` (a name, *.domain, an address or CIDR, each with an optional :port; repeatable): network mode allow")
 	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop); its next use starts it again`)
 	f.StringArrayVar(&o.placement, "placement", nil, "a Swarm placement `CONSTRAINT`, e.g. node.labels.gpu==1 (repeatable; only with patina serve --engine swarm)")
 	f.BoolVar(&o.json, "json", false, "print the workspace as JSON")
@@ -86,7 +88,6 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 		CPUs:      o.cpus,
 		PidsLimit: o.pids,
 		DiskMB:    o.diskMB,
-		Network:   o.network,
 		IdleStop:  o.idleStop,
 		Placement: o.placement,
 	}
@@ -100,10 +101,18 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 	if o.base != "" && o.repo == "" {
 		return req, usagef("--base needs --repo (a scratch workspace has no git)")
 	}
-	switch o.network {
-	case "", "bridge", "none":
-	default:
-		return req, usagef("--network must be bridge or none, not %q", o.network)
+	switch {
+	case len(o.allow) > 0 && o.network != "":
+		return req, usagef("--allow sets network mode allow: leave out --network")
+	case len(o.allow) > 0:
+		req.Network = &client.NetworkPolicy{Mode: client.NetworkAllow, Allow: o.allow}
+	case o.network == "bridge" || o.network == client.NetworkOpen || o.network == client.NetworkNone:
+		req.Network = &client.NetworkPolicy{Mode: o.network}
+		if o.network == "bridge" {
+			req.Network.Mode = client.NetworkOpen
+		}
+	case o.network != "":
+		return req, usagef("--network must be open or none (or --allow DEST ...), not %q", o.network)
 	}
 	if o.memoryMB < 0 || o.cpus < 0 || o.pids < 0 || o.diskMB < 0 {
 		return req, usagef("--memory, --cpus, --pids and --disk must not be negative")
