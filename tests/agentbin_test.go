@@ -34,17 +34,6 @@ import (
 // whenever it runs.
 const hostileMarker = "/tmp/patina-hostile-marker"
 
-// dockerClient is a client of this host's engine, closed at the end.
-func dockerClient(t *testing.T) *client.Client {
-	t.Helper()
-	dc, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dc.Close() })
-	return dc
-}
-
 // distinctBinary copies the patina binary with random bytes appended (an
 // ELF file runs the same with a tail): a sidecar running the copy ships it
 // into an agent volume of its own (the volume is named after the binary's

@@ -286,7 +286,7 @@ func TestReviewSurvivesRestart(t *testing.T) {
 		t.Fatalf("diff: %+v %v", d, err)
 	}
 	h.Kill9()
-	dockerExec(t, h, "kept", "echo evil > evil.txt && git add -A && git commit -qm evil")
+	dockerExecIn(t, h, "kept", "echo evil > evil.txt && git add -A && git commit -qm evil")
 	h.Launch()
 	if _, err := h.Client.Merge(ctx, "kept", client.MergeRequest{}); !IsCode(err, client.CodeConflict) || !strings.Contains(err.Error(), d.Commit[:10]) {
 		t.Fatalf("merge after the restart: exp 409 naming the reviewed %s, got %v", d.Commit[:10], err)
@@ -309,9 +309,9 @@ func TestReviewSurvivesRestart(t *testing.T) {
 	}
 }
 
-// dockerExec runs a command in a workspace's container while no sidecar
+// dockerExecIn runs a command in a workspace's container while no sidecar
 // runs (docker exec, as anything already running inside would).
-func dockerExec(t *testing.T, h *Harness, ws, command string) {
+func dockerExecIn(t *testing.T, h *Harness, ws, command string) {
 	t.Helper()
 	out, err := exec.Command("docker", "ps", "-q", "--filter", "label="+container.LabelName+"="+ws,
 		"--filter", "label="+container.LabelStateDir+"="+h.StateDir).Output()
