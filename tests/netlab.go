@@ -26,7 +26,10 @@ import (
 // a veth pair and routed from the host (never a real outside address):
 //
 //   - "the internet": 203.0.113.10 and 2001:db8:7::10 (documentation
-//     ranges), with HTTP on 8080, HTTPS on 8443 (/slow streams without
+//     ranges; only 203.0.113.0/28 is routed to the lab: machines of this
+//     kind reach their Go module proxy and Debian mirror at 203.0.113.80,
+//     through their default route, and must keep reaching them while a
+//     lab lives), with HTTP on 8080, HTTPS on 8443 (/slow streams without
 //     end), an SSH-like banner on 2222, a UDP echo on 9999, and a DNS
 //     server of its own on 53 that answers every name with 6.6.6.6;
 //   - "the LAN": 10.251.0.10, with HTTP on 8080 and HTTPS on 8443 and a
@@ -55,7 +58,7 @@ var Zone = map[string][]string{
 	"b.a.wild.test": {"203.0.113.10"},
 	"evil.test":     {"10.251.0.10"},
 	"meta.test":     {"169.254.169.254"},
-	"v6only.test":   {"203.0.113.99", "2001:db8:7::10"},
+	"v6only.test":   {"203.0.113.9", "2001:db8:7::10"},
 	"v6evil.test":   {"fd00:ec2::254", "::ffff:169.254.169.254"},
 	"hostname.test": {"127.0.0.1"},
 }
@@ -97,13 +100,13 @@ func StartNetLab(t *testing.T) *NetLab {
 	})
 	ip("link", "add", host, "type", "veth", "peer", "name", peer)
 	ip("link", "set", peer, "netns", l.NS)
-	ip("addr", "add", "203.0.113.1/24", "dev", host)
+	ip("addr", "add", "203.0.113.1/28", "dev", host)
 	ip("addr", "add", "10.251.0.1/24", "dev", host)
 	ip("-6", "addr", "add", "2001:db8:7::1/64", "dev", host, "nodad")
 	ip("link", "set", host, "up")
 	ip("route", "add", "169.254.169.254/32", "dev", host)
 	inNS("link", "set", "lo", "up")
-	for _, a := range []string{"203.0.113.10/24", "10.251.0.10/24", "169.254.169.254/32"} {
+	for _, a := range []string{"203.0.113.10/28", "10.251.0.10/24", "169.254.169.254/32"} {
 		inNS("addr", "add", a, "dev", peer)
 	}
 	inNS("-6", "addr", "add", "2001:db8:7::10/64", "dev", peer, "nodad")

@@ -173,7 +173,7 @@ func TestNetworkAllow(t *testing.T) {
 	// The proxy resolves the name itself: v6only.test's IPv4 address
 	// (where the workspace connects) leads nowhere, its IPv6 one to the
 	// server.
-	n.reach("allow", "200 internet6", "tls", "203.0.113.99:8443", "v6only.test")
+	n.reach("allow", "200 internet6", "tls", "203.0.113.9:8443", "v6only.test")
 	if out := n.Out("allow", "default", "getent hosts allowed.test"); !strings.Contains(out, "203.0.113.10") {
 		t.Errorf("allow: an allowed name does not resolve: %q", out)
 	}
