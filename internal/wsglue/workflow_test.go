@@ -57,9 +57,10 @@ func TestWorkflow(t *testing.T) {
 		t.Errorf("git apply --check of the diff: %v\n%s", err, b)
 	}
 
-	out = must(t, "Merge before commit")(Merge(testContext(t), c, MergeRequest{Workspace: "glue"}))
-	if !strings.HasPrefix(out, "main is already up to date\n") || !strings.Contains(out, "uncommitted changes, which were not merged") {
-		t.Errorf("Merge before commit: exp up to date with the uncommitted note, got %q", out)
+	// What the diff showed is uncommitted: a merge records nothing, so it
+	// asks for a commit first.
+	if _, err := Merge(testContext(t), c, MergeRequest{Workspace: "glue"}); err == nil || !strings.Contains(err.Error(), "commit it first") {
+		t.Errorf("Merge before commit: exp a refusal asking for a commit first, got %v", err)
 	}
 
 	out = must(t, "Commit")(Commit(testContext(t), c, CommitRequest{Workspace: "glue", Message: "change README, add new.txt"}))
@@ -73,7 +74,7 @@ func TestWorkflow(t *testing.T) {
 	}
 
 	out = must(t, "Merge")(Merge(testContext(t), c, MergeRequest{Workspace: "glue"}))
-	if !strings.HasPrefix(out, "fast-forwarded main: ") || !strings.Contains(out, ".."+commit) || strings.Contains(out, "note:") {
+	if !strings.HasPrefix(out, "merged "+commit+": fast-forwarded main: ") || !strings.Contains(out, ".."+commit) || strings.Contains(out, "note:") {
 		t.Errorf("Merge: exp a fast-forward of main to %s, got %q", commit, out)
 	}
 	show := exec.Command("git", "show", "main:new.txt")
