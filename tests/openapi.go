@@ -143,23 +143,35 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
 	var reqErr error
+	send := req
 	if v.checkRequests {
 		probe := req.Clone(req.Context())
 		probe.Body = http.NoBody
-		if mediaType(req.Header) == "application/json" && req.GetBody != nil {
+		switch {
+		case mediaType(req.Header) != "application/json" || req.Body == nil || req.Body == http.NoBody:
+			in.Options.ExcludeRequestBody = true
+		case req.GetBody != nil:
 			if body, err := req.GetBody(); err == nil {
 				b, _ := io.ReadAll(io.LimitReader(body, maxValidatedBody))
 				body.Close()
 				probe.Body = io.NopCloser(bytes.NewReader(b))
 			}
-		} else {
-			in.Options.ExcludeRequestBody = true
+		default:
+			// A body that cannot be had twice (a proxied request's): read
+			// its head here and send it whole.
+			b, _ := io.ReadAll(io.LimitReader(req.Body, maxValidatedBody))
+			probe.Body = io.NopCloser(bytes.NewReader(b))
+			send = req.Clone(req.Context())
+			send.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(b), req.Body), req.Body}
 		}
 		in.Request = probe
 		reqErr = openapi3filter.ValidateRequest(req.Context(), in)
 		in.Request = req
 	}
-	resp, err := v.base.RoundTrip(req)
+	resp, err := v.base.RoundTrip(send)
 	if err != nil {
 		return resp, err
 	}
