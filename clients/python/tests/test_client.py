@@ -205,3 +205,21 @@ def test_terminal(workspace):
     assert term.exit_code is not None, rest
     # The terminal handed its state back to the session.
     assert sh.exec("echo $PWD $W").stdout == "/ 8\n"
+
+
+def test_apply_and_listing(client, repo, name):
+    ws = client.create_workspace(name=name, repo=str(repo))
+    try:
+        assert any(w.id == ws.id for w in client.workspaces())
+        assert client.workspace(name).id == ws.id and ws.refresh().status == "running"
+        ws.write_file("applied.txt", "staged\n")
+        res = ws.apply()
+        assert res.dir and [f.path for f in res.files] == ["applied.txt"]
+        import subprocess
+        staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=repo, capture_output=True, text=True, check=True)
+        assert staged.stdout.split() == ["applied.txt"]
+    finally:
+        ws.delete(keep_branch=True)
+    import subprocess
+    branches = subprocess.run(["git", "branch", "--list", "patina/*"], cwd=repo, capture_output=True, text=True, check=True)
+    assert "patina/" + name in branches.stdout
