@@ -184,10 +184,10 @@ type Docker struct {
 	diskChecked bool
 	diskErr     error
 	diskSeen    atomic.Bool // the engine was seen to read a layer from a disk
-	fillOnce sync.Once
-	fill     *ownImage
-	fillErr  error
-	foreign  sync.Map // agent volumes of other binaries noteForeignAgent logged
+	fillOnce    sync.Once
+	fill        *ownImage
+	fillErr     error
+	foreign     sync.Map // agent volumes of other binaries noteForeignAgent logged
 }
 
 // New returns a Docker engine. The agent's binary is read once, here.
