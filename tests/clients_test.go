@@ -16,7 +16,7 @@ import (
 // examples (clients/python: pytest; clients/typescript: tsc, node --test)
 // against a real sidecar, through a proxy that checks every request they
 // send and every answer they get against the OpenAPI document. It needs
-// Debian's python3, python3-pytest, python3-venv, nodejs and
+// Debian's python3, python3-pytest, python3-venv, python3-mypy, nodejs and
 // node-typescript (.ci/run installs them); without them it fails, saying
 // which is missing.
 func TestClients(t *testing.T) {
@@ -40,6 +40,10 @@ func TestClients(t *testing.T) {
 	root := RepoRoot()
 
 	t.Run("python", func(t *testing.T) {
+		// Typed: py.typed is a promise mypy checks (for Python 3.9 too).
+		run(t, env, filepath.Join(root, "clients", "python"), 5*time.Minute, python, "-m", "mypy", "--cache-dir", filepath.Join(t.TempDir(), "mypy"),
+			"--python-version", "3.9", "--strict", "src/patina")
+
 		// Installable offline, in a fresh venv with nothing but pip.
 		fresh := filepath.Join(t.TempDir(), "fresh")
 		run(t, env, root, 2*time.Minute, python, "-m", "venv", fresh)
@@ -88,8 +92,8 @@ func clientTools(t *testing.T) (python, node, tsc string) {
 		python = "python3"
 	}
 	var missing []string
-	if err := exec.Command(python, "-c", "import pytest, venv, ensurepip").Run(); err != nil {
-		missing = append(missing, "python3 python3-pytest python3-venv")
+	if err := exec.Command(python, "-c", "import pytest, venv, ensurepip, mypy").Run(); err != nil {
+		missing = append(missing, "python3 python3-pytest python3-venv python3-mypy")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {

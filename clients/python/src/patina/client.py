@@ -512,7 +512,8 @@ class ExecStream:
         self._events = self._read()
 
     def _read(self) -> Iterator[OutputChunk]:
-        event, data = "", []
+        event = ""
+        data: List[str] = []
         try:
             for raw in self._resp:
                 line = raw.decode("utf-8").rstrip("\r\n")
@@ -521,7 +522,8 @@ class ExecStream:
                         chunk = self._event(event, "\n".join(data))
                         if chunk is not None:
                             yield chunk
-                    event, data = "", []
+                    event = ""
+                    data = []
                 elif line.startswith("event:"):
                     event = line[6:].strip()
                 elif line.startswith("data:"):

@@ -5,7 +5,6 @@ API's RFC 3339 strings."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type, TypeVar
 
@@ -14,7 +13,7 @@ T = TypeVar("T")
 
 def from_dict(cls: Type[T], d: Dict[str, Any], **nested: Any) -> T:
     """Builds cls from an answer, ignoring fields it does not know."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = set(getattr(cls, "__dataclass_fields__", {}))
     kw = {k: v for k, v in d.items() if k in names and k != "raw"}
     kw.update(nested)
     obj = cls(**kw)
