@@ -103,7 +103,7 @@ export interface SessionInfo {
  */
 export interface ExecResult {
   command_id: string;
-  /** 0-255; 128+N when signal N ended it (130 after a timeout). */
+  /** 0-255; 128+N when signal N ended it (130 after a timeout); -1 when the shell could not report it. */
   exit_code: number;
   stdout: string;
   stderr: string;

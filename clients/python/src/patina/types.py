@@ -88,7 +88,8 @@ class ExecResult:
     truncated: the head is here, ``stdout_tail`` holds the last MiB,
     ``stdout_truncated`` is set and ``stdout_bytes`` is the full size (read
     the rest with ``session.command(result.command_id).read(offset=...)``).
-    ``exit_code`` is 128+N when signal N ended it (130 after a timeout).
+    ``exit_code`` is 128+N when signal N ended it (130 after a timeout), -1
+    when the shell could not report it (its disk full, say).
     ``session_ended``: the command ended the shell (``exit 3``).
     """
 
