@@ -15,43 +15,79 @@ import (
 	"github.com/patina-dev/patina/sidecar/client"
 )
 
+// route is one pattern of the API's router and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// routeTable lists every pattern the router serves (the files routes,
+// served before the router sees the path, are in filesRoutes). It is a
+// method so that Routes can list the patterns without a Service.
+func (s *Service) routeTable() []route {
+	return []route{
+		{"GET /healthz", s.handleHealth},
+		{"GET /v1/openapi.json", s.handleOpenAPI},
+
+		{"POST /v1/workspaces", s.handleCreateWorkspace},
+		{"GET /v1/workspaces", s.handleListWorkspaces},
+		{"GET /v1/workspaces/{id}", s.handleGetWorkspace},
+		{"POST /v1/workspaces/{id}/stop", s.handleStopWorkspace},
+		{"POST /v1/workspaces/{id}/start", s.handleStartWorkspace},
+		{"POST /v1/workspaces/{id}/fork", s.handleForkWorkspace},
+		{"DELETE /v1/workspaces/{id}", s.handleDeleteWorkspace},
+		{"PUT /v1/workspaces/{id}/network", s.handleSetNetwork},
+
+		{"POST /v1/workspaces/{id}/sessions", s.handleCreateSession},
+		{"GET /v1/workspaces/{id}/sessions", s.handleListSessions},
+		{"GET /v1/workspaces/{id}/sessions/{sid}", s.handleGetSession},
+		{"DELETE /v1/workspaces/{id}/sessions/{sid}", s.handleDeleteSession},
+		{"POST /v1/workspaces/{id}/sessions/{sid}/env", s.handleSetEnv},
+		{"POST /v1/workspaces/{id}/sessions/{sid}/exec", s.handleExec},
+		{"GET /v1/workspaces/{id}/sessions/{sid}/terminal", s.handleTerminal},
+		{"GET /v1/workspaces/{id}/sessions/{sid}/commands", s.handleHistory},
+		{"GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}", s.handleGetCommand},
+		{"GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stdout", s.handleOutput},
+		{"GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stderr", s.handleOutput},
+		{"POST /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/signal", s.handleSignal},
+
+		{"GET /v1/workspaces/{id}/diff", s.handleDiff},
+		{"POST /v1/workspaces/{id}/commit", s.handleCommit},
+		{"POST /v1/workspaces/{id}/merge", s.handleMerge},
+		{"POST /v1/workspaces/{id}/apply", s.handleApply},
+		{"GET /v1/workspaces/{id}/log", s.handleLog},
+
+		{"POST /v1/workspaces/{id}/ports", s.handleForwardPort},
+		{"GET /v1/workspaces/{id}/ports", s.handleListPorts},
+		{"DELETE /v1/workspaces/{id}/ports/{port}", s.handleClosePort},
+		{"DELETE /v1/workspaces/{id}/ports", s.handleClosePort},
+	}
+}
+
+// filesRoutes are the patterns handleFiles serves (routed by filesPath,
+// before ServeMux would clean a path with ".."); {path...} may hold "/".
+var filesRoutes = []string{
+	"GET /v1/workspaces/{id}/files", "HEAD /v1/workspaces/{id}/files",
+	"GET /v1/workspaces/{id}/files/{path...}", "HEAD /v1/workspaces/{id}/files/{path...}",
+	"PUT /v1/workspaces/{id}/files/{path...}", "DELETE /v1/workspaces/{id}/files/{path...}",
+}
+
+// Routes lists every "METHOD /path" pattern the API serves, in ServeMux's
+// syntax: the OpenAPI document must describe exactly these.
+func Routes() []string {
+	var out []string
+	for _, r := range (*Service)(nil).routeTable() {
+		out = append(out, r.pattern)
+	}
+	return append(out, filesRoutes...)
+}
+
 // routes builds the API's handler.
 func (s *Service) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.handleHealth)
-
-	mux.HandleFunc("POST /v1/workspaces", s.handleCreateWorkspace)
-	mux.HandleFunc("GET /v1/workspaces", s.handleListWorkspaces)
-	mux.HandleFunc("GET /v1/workspaces/{id}", s.handleGetWorkspace)
-	mux.HandleFunc("POST /v1/workspaces/{id}/stop", s.handleStopWorkspace)
-	mux.HandleFunc("POST /v1/workspaces/{id}/start", s.handleStartWorkspace)
-	mux.HandleFunc("POST /v1/workspaces/{id}/fork", s.handleForkWorkspace)
-	mux.HandleFunc("DELETE /v1/workspaces/{id}", s.handleDeleteWorkspace)
-	mux.HandleFunc("PUT /v1/workspaces/{id}/network", s.handleSetNetwork)
-
-	mux.HandleFunc("POST /v1/workspaces/{id}/sessions", s.handleCreateSession)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions", s.handleListSessions)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}", s.handleGetSession)
-	mux.HandleFunc("DELETE /v1/workspaces/{id}/sessions/{sid}", s.handleDeleteSession)
-	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/env", s.handleSetEnv)
-	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/exec", s.handleExec)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/terminal", s.handleTerminal)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands", s.handleHistory)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}", s.handleGetCommand)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stdout", s.handleOutput)
-	mux.HandleFunc("GET /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/stderr", s.handleOutput)
-	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/commands/{cid}/signal", s.handleSignal)
-
-	mux.HandleFunc("GET /v1/workspaces/{id}/diff", s.handleDiff)
-	mux.HandleFunc("POST /v1/workspaces/{id}/commit", s.handleCommit)
-	mux.HandleFunc("POST /v1/workspaces/{id}/merge", s.handleMerge)
-	mux.HandleFunc("POST /v1/workspaces/{id}/apply", s.handleApply)
-	mux.HandleFunc("GET /v1/workspaces/{id}/log", s.handleLog)
-
-	mux.HandleFunc("POST /v1/workspaces/{id}/ports", s.handleForwardPort)
-	mux.HandleFunc("GET /v1/workspaces/{id}/ports", s.handleListPorts)
-	mux.HandleFunc("DELETE /v1/workspaces/{id}/ports/{port}", s.handleClosePort)
-	mux.HandleFunc("DELETE /v1/workspaces/{id}/ports", s.handleClosePort)
+	for _, r := range s.routeTable() {
+		mux.HandleFunc(r.pattern, r.handler)
+	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
@@ -62,7 +98,7 @@ func (s *Service) routes() http.Handler {
 		writeError(w, fmt.Errorf("%w: no such endpoint %s %s", errNotFound, r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != openAPIPath && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="patina"`)
 			writeError(w, fmt.Errorf("%w: send Authorization: Bearer <token> (the token is in the sidecar's state directory)", errUnauthorized))
 			return

@@ -42,6 +42,10 @@ type Harness struct {
 	// Args are more flags for patina serve (--engine swarm, say).
 	Args []string
 
+	// hc carries Client's traffic (and Raw's answers), checked against the
+	// OpenAPI document.
+	hc, rawHC *http.Client
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
@@ -157,8 +161,11 @@ func StartBinary(t testing.TB, bin, stateDir, token string, env, args []string) 
 	t.Helper()
 	RequireDocker(t)
 	h := &Harness{t: t, Bin: bin, StateDir: stateDir, Token: token, Env: env, Args: args}
-	h.Launch()
+	// The clients first: cleanups run last-first, so theirs (which stop
+	// failing t) run after h.cleanup, whose requests they check too.
+	h.hc, h.rawHC = ValidatingClient(t, true), ValidatingClient(t, false)
 	t.Cleanup(h.cleanup)
+	h.Launch()
 	return h
 }
 
@@ -192,7 +199,7 @@ func (h *Harness) Launch() {
 		default:
 		}
 		if addr := h.discoveredAddr(); addr != "" {
-			c := pclient.New(addr, h.Token, nil)
+			c := pclient.New(addr, h.Token, h.hc)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			err := c.Health(ctx)
 			cancel()
@@ -355,7 +362,7 @@ func (h *Harness) Raw(method, path, token string, body []byte, hdr map[string]st
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.rawHC.Do(req)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
 	}
