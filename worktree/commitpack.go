@@ -1,0 +1,143 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A workspace on this host reads the objects of its base commit from a
+// store the sidecar keeps: a pack (and its index) of exactly the objects
+// that commit reaches, written here by host git from the user's
+// repository. Only what the user's history reaches from a commit goes in:
+// no other branch, no note, no anchor, no quarantine, no object a
+// workspace sent that nothing the commit reaches refers to.
+
+// CommitPackRequest asks for a pack of what Commit reaches.
+type CommitPackRequest struct {
+	// Commit is the full id of the commit whose objects are packed.
+	Commit string
+	// Exclude, if set, is an ancestor of Commit whose objects the reader
+	// already has (another pack of this kind): they are left out, and no
+	// object in the pack is a delta against them (the pack stands alone).
+	Exclude string
+	// Dir is an existing, empty directory the pack and its index go to.
+	Dir string
+}
+
+// CommitPack is a pack written by WriteCommitPack.
+type CommitPack struct {
+	// Name is the pack's base name in Dir: pack-<hash> (.pack, .idx).
+	Name  string
+	Bytes int64 // of the .pack
+}
+
+// WriteCommitPack writes to req.Dir a pack (with its index: git
+// pack-objects writes both, so nothing is indexed again) of every object
+// req.Commit reaches, less what req.Exclude reaches. Existing deltas and
+// compressed objects of the user's packs are reused as they are; loose
+// objects are not searched for deltas (speed over size: the pack stays on
+// this host). Replace refs are ignored: the pack holds the objects
+// themselves, as the workspace's git, which has no replace refs, reads
+// them. A shallow repository gives the history it has.
+func (r *Repo) WriteCommitPack(ctx context.Context, req CommitPackRequest) (CommitPack, error) {
+	p, err := r.writeCommitPack(ctx, req)
+	if err != nil {
+		return CommitPack{}, fmt.Errorf("pack the objects of %s: %w", req.Commit, err)
+	}
+	return p, nil
+}
+
+func (r *Repo) writeCommitPack(ctx context.Context, req CommitPackRequest) (CommitPack, error) {
+	if err := r.format.checkOID("commit", req.Commit); err != nil {
+		return CommitPack{}, err
+	}
+	revs := req.Commit + "\n"
+	if req.Exclude != "" {
+		if err := r.format.checkOID("excluded commit", req.Exclude); err != nil {
+			return CommitPack{}, err
+		}
+		revs += "^" + req.Exclude + "\n"
+	}
+	if !filepath.IsAbs(req.Dir) {
+		return CommitPack{}, fmt.Errorf("pack directory %q is not absolute", req.Dir)
+	}
+	c := r.cmd([]string{"GIT_NO_REPLACE_OBJECTS=1"},
+		"-c", "pack.compression=1", "pack-objects", "--revs", "--window=0", "--delta-base-offset", "-q",
+		filepath.Join(req.Dir, "pack"))
+	c.stdin = strings.NewReader(revs)
+	out, err := r.git.run(ctx, c)
+	if err != nil {
+		return CommitPack{}, err
+	}
+	hash := strings.TrimSpace(string(out))
+	if !r.format.isOID(hash) {
+		return CommitPack{}, fmt.Errorf("git pack-objects named no pack (%q)", hash)
+	}
+	name := "pack-" + hash
+	fi, err := os.Stat(filepath.Join(req.Dir, name+".pack"))
+	if err != nil {
+		return CommitPack{}, err
+	}
+	if _, err := os.Stat(filepath.Join(req.Dir, name+".idx")); err != nil {
+		return CommitPack{}, err
+	}
+	return CommitPack{Name: name, Bytes: fi.Size()}, nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of commit b (or b
+// itself); both must be full ids.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	if err := r.format.checkOID("commit", a); err != nil {
+		return false, err
+	}
+	if err := r.format.checkOID("commit", b); err != nil {
+		return false, err
+	}
+	return r.isAncestor(ctx, nil, a, b)
+}
+
+// NearestAncestor returns the candidate that is an ancestor of commit (or
+// commit itself) with the fewest commits between them, and false if none
+// is. Candidates that are not full ids of this repository, or name no
+// commit it has, are skipped.
+func (r *Repo) NearestAncestor(ctx context.Context, commit string, candidates []string) (string, bool, error) {
+	if err := r.format.checkOID("commit", commit); err != nil {
+		return "", false, err
+	}
+	best, bestN := "", -1
+	for _, c := range candidates {
+		if !r.format.isOID(c) {
+			continue
+		}
+		ok, err := r.isAncestor(ctx, nil, c, commit)
+		if err != nil && exitCode(err) > 1 {
+			continue // not a commit of this repository (merge-base exits 128)
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if !ok {
+			continue
+		}
+		out, err := r.run(ctx, "rev-list", "--count", commit, "^"+c)
+		if err != nil {
+			return "", false, err
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			return "", false, fmt.Errorf("rev-list --count: %q", out)
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = c, n
+		}
+	}
+	return best, bestN >= 0, nil
+}
+
+// Key is a short stable name of the repository (a hash of its common git
+// directory's path): where the sidecar keeps things per repository.
+func (r *Repo) Key() string { return r.key }
