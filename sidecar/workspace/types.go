@@ -138,12 +138,12 @@ const (
 // meta is workspace.json: the sidecar's own record of a workspace, the only
 // source of paths, mounts and container settings.
 type meta struct {
-	Format     int      `json:"format,omitempty"`
-	ID         string   `json:"id"`
-	Name       string   `json:"name"`
-	Repo       string   `json:"repo,omitempty"`
-	Branch     string   `json:"branch,omitempty"`
-	Worktree   string   `json:"worktree"`
+	Format   int    `json:"format,omitempty"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Repo     string `json:"repo,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree"`
 	// Objects are the object stores (host paths of their object
 	// directories, a full store first) the workspace's repository borrows
 	// from, mounted read-only (objects.go).
