@@ -319,6 +319,9 @@ func (s *objectStores) build(ctx context.Context, repo *worktree.Repo, store, co
 			return err
 		}
 	}
+	if err := mkdirPrivate(filepath.Dir(store)); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(store), tmpPrefix)
 	if err != nil {
 		return err
