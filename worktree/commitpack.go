@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -100,42 +99,51 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 	return r.isAncestor(ctx, nil, a, b)
 }
 
-// NearestAncestor returns the candidate that is an ancestor of commit (or
-// commit itself) with the fewest commits between them, and false if none
-// is. Candidates that are not full ids of this repository, or name no
-// commit it has, are skipped.
+// NearestAncestor returns, of the candidates that are ancestors of commit
+// (or commit itself), the latest: one that no other such candidate
+// descends from (of two on branches merged since, the first given); false
+// if none is. Candidates that are not full ids of this repository, or
+// name no commit it has, are passed over. It asks git whether one commit
+// is an ancestor of another (generation numbers, with a commit-graph),
+// never counts the commits between.
 func (r *Repo) NearestAncestor(ctx context.Context, commit string, candidates []string) (string, bool, error) {
 	if err := r.format.checkOID("commit", commit); err != nil {
 		return "", false, err
 	}
-	best, bestN := "", -1
+	best := ""
 	for _, c := range candidates {
-		if !r.format.isOID(c) {
+		if !r.format.isOID(c) || c == best {
 			continue
 		}
-		ok, err := r.isAncestor(ctx, nil, c, commit)
-		if err != nil && exitCode(err) > 1 {
-			continue // not a commit of this repository (merge-base exits 128)
+		if best != "" {
+			// Nearer than best only if it descends from it.
+			ok, err := r.ancestorOf(ctx, best, c)
+			if err != nil || !ok {
+				if err != nil {
+					return "", false, err
+				}
+				continue
+			}
 		}
+		ok, err := r.ancestorOf(ctx, c, commit)
 		if err != nil {
 			return "", false, err
 		}
-		if !ok {
-			continue
-		}
-		out, err := r.run(ctx, "rev-list", "--count", commit, "^"+c)
-		if err != nil {
-			return "", false, err
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(out))
-		if err != nil {
-			return "", false, fmt.Errorf("rev-list --count: %q", out)
-		}
-		if bestN < 0 || n < bestN {
-			best, bestN = c, n
+		if ok {
+			best = c
 		}
 	}
-	return best, bestN >= 0, nil
+	return best, best != "", nil
+}
+
+// ancestorOf is isAncestor that answers false for an id that names no
+// commit here (merge-base exits 128).
+func (r *Repo) ancestorOf(ctx context.Context, a, b string) (bool, error) {
+	ok, err := r.isAncestor(ctx, nil, a, b)
+	if err != nil && exitCode(err) > 1 {
+		return false, nil
+	}
+	return ok, err
 }
 
 // Key is a short stable name of the repository (a hash of its common git
