@@ -7,7 +7,7 @@
 //
 // Nothing here reads or writes a path inside a container: the only host
 // paths involved are the ones the sidecar chose (a repository workspace's
-// worktree and the user's object directory, mounted in).
+// worktree and the object stores of its base commit, mounted in).
 package container
 
 import (
@@ -111,7 +111,7 @@ type Spec struct {
 	// Files is the host directory mounted at /workspace; "" gives the
 	// workspace a volume of its own.
 	Files string
-	// Mounts are further host directories (read-only object directories).
+	// Mounts are further host directories (read-only object stores).
 	Mounts []Mount
 	// Placement are cluster placement constraints ("node.labels.gpu==1");
 	// only an engine that places workspaces on nodes (Swarm) takes them.
