@@ -4,12 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	dockerclient "github.com/docker/docker/client"
+
+	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -277,5 +283,106 @@ echo more >> b.txt && git commit -qam inside && git log --format=%s -1`); got !=
 	}
 	if ents, _ := filepath.Glob(filepath.Join(h.StateDir, "objects", "*", "*")); len(ents) != 0 {
 		t.Fatalf("stores left after every workspace was deleted: %v", ents)
+	}
+}
+
+// beforeStores is the last patina whose workspaces mounted the user's
+// whole object directory.
+const beforeStores = "c6839ff"
+
+// A workspace made by the patina before object stores (its container
+// mounts the user's whole object directory) keeps working when adopted
+// running, says so, and moves at its next start: a new container from its
+// committed one (what it installed kept), its files, commits and
+// uncommitted work kept, and only its base's objects readable.
+func TestWorkspaceBeforeStoresMoves(t *testing.T) {
+	RequireDocker(t)
+	old := binaryAt(t, beforeStores)
+	stateDir, token := t.TempDir(), "stores-"+fmt.Sprint(time.Now().UnixNano())
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	gitIn(t, repo, "checkout", "-q", "-b", "other")
+	if err := os.WriteFile(filepath.Join(repo, "other.txt"), []byte(marker("OTHER")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", "other.txt")
+	gitIn(t, repo, "commit", "-q", "-m", "other")
+	gitIn(t, repo, "checkout", "-q", "main")
+	otherBlob := strings.TrimSpace(gitIn(t, repo, "rev-parse", "other:other.txt"))
+
+	cmd := exec.Command(old, "serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir, "--token", token)
+	var logs syncbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() { _ = cmd.Process.Kill() }()
+	var oc *client.Client
+	WaitFor(t, "the old sidecar", time.Minute, func() bool {
+		h := &Harness{StateDir: stateDir}
+		if addr := h.discoveredAddr(); addr != "" {
+			oc = client.New(addr, token, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return oc.Health(ctx) == nil
+		}
+		return false
+	})
+	ctx := context.Background()
+	ws, err := oc.CreateWorkspace(ctx, client.CreateWorkspaceRequest{Name: "before", Repo: repo})
+	if err != nil {
+		t.Fatalf("old sidecar: create: %v\n%s", err, logs.String())
+	}
+	res, err := oc.Exec(ctx, "before", "default", client.ExecRequest{Command: "echo kept > /usr/local/share/installed && echo c > c.txt && git add c.txt && git commit -qm inside && echo wip >> a.txt && git cat-file -e " + otherBlob})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("old sidecar: exec (the other branch's blob must be readable there): %+v %v", res, err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	<-done
+
+	h := StartIn(t, stateDir, token, nil)
+	WaitFor(t, "the workspace adopted", time.Minute, func() bool {
+		w, err := h.Client.GetWorkspace(ctx, "before")
+		return err == nil && w.Status == client.StatusRunning
+	})
+	w, _ := h.Client.GetWorkspace(ctx, "before")
+	if !strings.Contains(w.Notice, "stop and start it") {
+		t.Fatalf("exp the adopted workspace told of its old mounts, got notice %q", w.Notice)
+	}
+	if got := h.Out("before", "default", "git log --format=%s -1"); got != "inside\n" {
+		t.Fatalf("the running old workspace: %q", got)
+	}
+	if _, err := h.Client.StopWorkspace(ctx, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = h.Client.StartWorkspace(ctx, "before"); err != nil {
+		t.Fatalf("start: %v\n%s", err, lastLines(h.Logs(), 30))
+	}
+	if w.ContainerID == ws.ContainerID || strings.Contains(w.Notice, "stop and start it") || w.Image != "patina/moved:"+w.ID {
+		t.Fatalf("exp a new container from the committed one, got %+v", w)
+	}
+	if got := h.Out("before", "default", "cat /usr/local/share/installed c.txt; git log --format=%s; git status --short; grep -c ' /.patina/repo/objects ' /proc/self/mountinfo"); got != "kept\nc\ninside\ninitial\n M a.txt\n1\n" {
+		t.Fatalf("the moved workspace: %q", got)
+	}
+	if res := h.Exec("before", "default", "git cat-file -e "+otherBlob); res.ExitCode == 0 {
+		t.Fatal("the other branch's blob is still readable after the move")
+	}
+	if _, err := h.Client.Commit(ctx, "before", client.CommitRequest{Message: "wip"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Client.DeleteWorkspace(ctx, "before", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	if _, err := dc.ImageInspect(ctx, "patina/moved:"+w.ID); err == nil {
+		t.Fatal("the committed image outlived the workspace")
+	}
+	if ents, _ := filepath.Glob(filepath.Join(stateDir, "objects", "*", "*")); len(ents) != 0 {
+		t.Fatalf("stores left: %v", ents)
 	}
 }
