@@ -204,3 +204,22 @@ func TestNearestAncestor(t *testing.T) {
 		t.Fatalf("IsAncestor(side, third): %v %v", ok, err)
 	}
 }
+
+// TestWriteCommitPackFromAlternates: a repository that borrows its objects
+// (git clone --shared) gives a pack holding them all: the store stands
+// alone, nothing of the lender is mounted.
+func TestWriteCommitPackFromAlternates(t *testing.T) {
+	t.Parallel()
+	lender := newUserRepo(t)
+	repo := filepath.Join(tempDir(t), "borrower")
+	gitT(t, lender, "clone", "-q", "--shared", lender, repo)
+	writeFile(t, filepath.Join(repo, "own.txt"), "own\n")
+	gitT(t, repo, "add", "own.txt")
+	gitT(t, repo, "commit", "-q", "-m", "own")
+	r := openRepo(t, repo)
+	head := gitT(t, repo, "rev-parse", "HEAD")
+	objs := mustCommitPack(t, r, head, "")
+	if exp, got := reachable(t, repo, head, ""), objectsIn(t, objs); strings.Join(exp, " ") != strings.Join(got, " ") {
+		t.Fatalf("exp the borrowed objects in the pack too:\n%v\ngot\n%v", exp, got)
+	}
+}

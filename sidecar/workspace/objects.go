@@ -44,6 +44,9 @@ const (
 	// tmpPrefix marks a store being made, trashPrefix one being removed.
 	tmpPrefix   = ".tmp-"
 	trashPrefix = ".trash-"
+	// leftoverAge is how old a temporary directory must be for the sweep
+	// to take it for a crash's leftover.
+	leftoverAge = time.Minute
 	// maxParentCandidates bounds the full stores considered as a new
 	// store's parent (the newest first).
 	maxParentCandidates = 16
@@ -434,15 +437,20 @@ func (s *objectStores) sweep(ctx context.Context) {
 		}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), tmpPrefix) && !strings.HasPrefix(e.Name(), trashPrefix) {
+				continue
+			}
 			p := filepath.Join(dir, e.Name())
 			s.mu.Lock()
 			busy := s.building[p]
 			s.mu.Unlock()
-			if !busy && (strings.HasPrefix(e.Name(), tmpPrefix) || strings.HasPrefix(e.Name(), trashPrefix)) {
-				_ = os.RemoveAll(p)
+			// One made a moment ago may be a build that has not said so
+			// yet.
+			if fi, err := e.Info(); busy || err != nil || time.Since(fi.ModTime()) < leftoverAge {
+				continue
 			}
+			_ = os.RemoveAll(p)
 		}
-		_ = os.Remove(dir) // when empty
 	}
 }
 

@@ -205,10 +205,20 @@ func TestObjectStoreMadeAgain(t *testing.T) {
 		filepath.Join(dir, tmpPrefix+"123", "objects", "pack"),
 		filepath.Join(dir, trashPrefix+"456", "store"),
 	}
+	old := time.Now().Add(-2 * leftoverAge)
 	for _, j := range junk {
 		if err := os.MkdirAll(j, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		top := filepath.Join(dir, strings.Split(strings.TrimPrefix(j, dir+"/"), "/")[0])
+		if err := os.Chtimes(top, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A temporary directory of a moment ago may be a build's: it stays.
+	fresh := filepath.Join(dir, tmpPrefix+"789")
+	if err := os.MkdirAll(fresh, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	m2 := newManager(t, eng, state)
 	select {
@@ -216,8 +226,11 @@ func TestObjectStoreMadeAgain(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("adoption did not finish")
 	}
-	if got := storeDirs(t, state); len(got) != 0 {
-		t.Fatalf("exp what nobody uses swept, got %v", got)
+	if got := storeDirs(t, state); len(got) != 1 || got[0] != filepath.Base(fresh) {
+		t.Fatalf("exp what nobody uses swept, but a fresh temporary directory, got %v", got)
+	}
+	if err := os.RemoveAll(fresh); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := m2.Start(ctx, "x"); err != nil {
 		t.Fatal(err)
