@@ -23,7 +23,9 @@ type CommitPackRequest struct {
 	// already has (another pack of this kind): they are left out, and no
 	// object in the pack is a delta against them (the pack stands alone).
 	Exclude string
-	// Dir is an existing, empty directory the pack and its index go to.
+	// Dir is an existing, empty directory named pack, in an object
+	// directory of its own (git's temporary files go there, then are
+	// renamed: it may be on another file system than the repository).
 	Dir string
 }
 
@@ -61,10 +63,17 @@ func (r *Repo) writeCommitPack(ctx context.Context, req CommitPackRequest) (Comm
 		}
 		revs += "^" + req.Exclude + "\n"
 	}
-	if !filepath.IsAbs(req.Dir) {
-		return CommitPack{}, fmt.Errorf("pack directory %q is not absolute", req.Dir)
+	if !filepath.IsAbs(req.Dir) || filepath.Base(req.Dir) != "pack" {
+		return CommitPack{}, fmt.Errorf("pack directory %q is not an absolute path to a directory named pack", req.Dir)
 	}
-	c := r.cmd([]string{"GIT_NO_REPLACE_OBJECTS=1"},
+	// git writes a pack in a temporary file of the object directory, then
+	// renames it into place: that object directory is the pack's own, and
+	// the repository's objects are read as its alternates.
+	c := r.cmd([]string{
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_OBJECT_DIRECTORY=" + filepath.Dir(req.Dir),
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + quoteAlternate(r.objectsDir),
+	},
 		"-c", "pack.compression=1", "pack-objects", "--revs", "--window=0", "--delta-base-offset", "-q",
 		filepath.Join(req.Dir, "pack"))
 	c.stdin = strings.NewReader(revs)
@@ -85,6 +94,25 @@ func (r *Repo) writeCommitPack(ctx context.Context, req CommitPackRequest) (Comm
 		return CommitPack{}, err
 	}
 	return CommitPack{Name: name, Bytes: fi.Size()}, nil
+}
+
+// quoteAlternate quotes a path for GIT_ALTERNATE_OBJECT_DIRECTORIES when
+// it holds its separator or starts with a quote (git then reads it as a
+// C-style quoted string).
+func quoteAlternate(p string) string {
+	if !strings.ContainsAny(p, ":\"") {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(p[i])
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // IsAncestor reports whether commit a is an ancestor of commit b (or b

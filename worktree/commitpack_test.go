@@ -223,3 +223,19 @@ func TestWriteCommitPackFromAlternates(t *testing.T) {
 		t.Fatalf("exp the borrowed objects in the pack too:\n%v\ngot\n%v", exp, got)
 	}
 }
+
+// TestWriteCommitPackOddPath: a repository whose path holds the
+// alternates separator and a quote.
+func TestWriteCommitPackOddPath(t *testing.T) {
+	t.Parallel()
+	src := newUserRepo(t)
+	repo := filepath.Join(tempDir(t), `odd:"path`)
+	if err := os.Rename(src, repo); err != nil {
+		t.Fatal(err)
+	}
+	r := openRepo(t, repo)
+	head := gitT(t, repo, "rev-parse", "HEAD")
+	if exp, got := reachable(t, repo, head, ""), objectsIn(t, mustCommitPack(t, r, head, "")); strings.Join(exp, " ") != strings.Join(got, " ") {
+		t.Fatalf("exp the objects of %s, got %v", head, got)
+	}
+}
