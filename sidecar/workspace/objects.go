@@ -64,9 +64,16 @@ type objectStores struct {
 	inUse func(objects string) bool
 
 	mu       sync.Mutex
-	locks    map[string]chan struct{} // by store directory: making, checking, removing
-	holds    map[string]int           // by object directory: workspaces being made
-	building map[string]bool          // temporary directories in use
+	locks    map[string]*storeLock // by store directory: making, checking, removing
+	holds    map[string]int        // by object directory: workspaces being made
+	building map[string]bool       // temporary directories in use
+}
+
+// storeLock is a one-slot channel (waiting for it honours contexts) and
+// the number of its takers and waiters (at zero it is forgotten).
+type storeLock struct {
+	ch    chan struct{}
+	users int
 }
 
 func newObjectStores(root string, log *slog.Logger, inUse func(string) bool) *objectStores {
@@ -74,7 +81,7 @@ func newObjectStores(root string, log *slog.Logger, inUse func(string) bool) *ob
 		root:     root,
 		log:      log,
 		inUse:    inUse,
-		locks:    map[string]chan struct{}{},
+		locks:    map[string]*storeLock{},
 		holds:    map[string]int{},
 		building: map[string]bool{},
 	}
@@ -126,14 +133,23 @@ func (s *objectStores) lock(ctx context.Context, store string) (func(), error) {
 	s.mu.Lock()
 	l, ok := s.locks[store]
 	if !ok {
-		l = make(chan struct{}, 1)
+		l = &storeLock{ch: make(chan struct{}, 1)}
 		s.locks[store] = l
 	}
+	l.users++
 	s.mu.Unlock()
+	done := func() {
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.locks, store)
+		}
+		s.mu.Unlock()
+	}
 	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; done() }, nil
 	case <-ctx.Done():
+		done()
 		return nil, fmt.Errorf("wait for the object store %s: %w", filepath.Base(store), ctx.Err())
 	}
 }
@@ -248,21 +264,21 @@ func (s *objectStores) ensure(ctx context.Context, repo *worktree.Repo, stores [
 		return nil, err
 	}
 	for _, store := range stores {
-		commit, parent, ok := parseStoreName(filepath.Base(store))
+		_, parent, ok := parseStoreName(filepath.Base(store))
 		if !ok || filepath.Dir(filepath.Dir(store)) != s.root {
 			return fail(fmt.Errorf("%w: %s is not an object store of this sidecar", errNoStore, store))
 		}
 		if parent != "" {
 			po := objectsOf(filepath.Join(filepath.Dir(store), parent))
 			if !containsString(objs, po) {
-				p, err := s.ensureOne(ctx, repo, storeOf(po), "", parent, hold)
+				p, err := s.ensureOne(ctx, repo, storeOf(po), hold)
 				if err != nil {
 					return fail(err)
 				}
 				objs = append(objs, p)
 			}
 		}
-		o, err := s.ensureOne(ctx, repo, store, commit, parent, hold)
+		o, err := s.ensureOne(ctx, repo, store, hold)
 		if err != nil {
 			return fail(err)
 		}
@@ -271,11 +287,12 @@ func (s *objectStores) ensure(ctx context.Context, repo *worktree.Repo, stores [
 	return objs, nil
 }
 
-// ensureOne makes one store if it is missing, under its lock. For a full
-// store, commit is "" when only the name gives it.
-func (s *objectStores) ensureOne(ctx context.Context, repo *worktree.Repo, store, commit, parent string, hold bool) (string, error) {
-	if commit == "" {
-		commit = filepath.Base(store)
+// ensureOne makes one store if it is missing (from its name), under its
+// lock.
+func (s *objectStores) ensureOne(ctx context.Context, repo *worktree.Repo, store string, hold bool) (string, error) {
+	commit, parent, ok := parseStoreName(filepath.Base(store))
+	if !ok {
+		return "", fmt.Errorf("%w: %s", errNoStore, store)
 	}
 	unlock, err := s.lock(ctx, store)
 	if err != nil {

@@ -164,6 +164,11 @@ func TestObjectStores(t *testing.T) {
 			t.Fatalf("after deleting %s: exp %d stores, got %v", tc.del, tc.left, got)
 		}
 	}
+	m.stores.mu.Lock()
+	defer m.stores.mu.Unlock()
+	if len(m.stores.locks) != 0 || len(m.stores.holds) != 0 {
+		t.Fatalf("exp no lock or hold left, got %v %v", m.stores.locks, m.stores.holds)
+	}
 }
 
 // TestObjectStoreMadeAgain: a store removed behind the sidecar's back
