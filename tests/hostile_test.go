@@ -405,10 +405,10 @@ func TestHostileGitCannotHarmRepository(t *testing.T) {
 	hooksBefore := git("ls-files", "--others", "--", ".git/hooks")
 	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "wrecker", Repo: repo})
 	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
-	// The user's objects are there, read-only; the rest of the user's git
+	// Its base's objects are there, read-only; the rest of the user's git
 	// directory is not there at all.
 	for _, cmd := range []string{
-		"rm -r /.patina/repo/objects/??",
+		"rm -r /.patina/repo/objects/pack",
 		"touch /.patina/repo/objects/x",
 		"ls " + filepath.Join(repo, ".git"),
 		"git push " + repo + " HEAD:refs/heads/main",

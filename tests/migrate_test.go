@@ -25,28 +25,31 @@ const legacyCommit = "3f4df9e"
 
 // legacyBinary builds patina at legacyCommit from this repository's
 // history.
-func legacyBinary(t *testing.T) string {
+func legacyBinary(t *testing.T) string { return binaryAt(t, legacyCommit) }
+
+// binaryAt builds patina at a commit of this repository's history.
+func binaryAt(t *testing.T, commit string) string {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(RepoRoot(), ".git")); errors.Is(err, os.ErrNotExist) {
 		// A source tree without its history (the Dagger module's test
 		// container gets one: .git is left out of the module's source).
 		// .ci/run tests a clone, where this runs.
-		t.Skipf("NOT RUN: the source at %s has no git history to build patina %s from (run it in a clone)", RepoRoot(), legacyCommit)
+		t.Skipf("NOT RUN: the source at %s has no git history to build patina %s from (run it in a clone)", RepoRoot(), commit)
 	}
 	src := t.TempDir()
 	tarball := filepath.Join(t.TempDir(), "legacy.tar")
-	if out, err := exec.Command("git", "-C", RepoRoot(), "archive", "--format=tar", "-o", tarball, legacyCommit).CombinedOutput(); err != nil {
-		t.Fatalf("this test needs commit %s of patina's history (a full clone): git archive: %v %s", legacyCommit, err, out)
+	if out, err := exec.Command("git", "-C", RepoRoot(), "archive", "--format=tar", "-o", tarball, commit).CombinedOutput(); err != nil {
+		t.Fatalf("this test needs commit %s of patina's history (a full clone): git archive: %v %s", commit, err, out)
 	}
 	if out, err := exec.Command("tar", "-x", "-C", src, "-f", tarball).CombinedOutput(); err != nil {
 		t.Fatalf("untar: %v %s", err, out)
 	}
-	bin := filepath.Join(t.TempDir(), "patina-legacy")
+	bin := filepath.Join(t.TempDir(), "patina-"+commit)
 	build := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/patina")
 	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build patina %s: %v\n%s", legacyCommit, err, out)
+		t.Fatalf("build patina %s: %v\n%s", commit, err, out)
 	}
 	return bin
 }

@@ -82,11 +82,12 @@ type Workspace struct {
 	Branch       string `json:"branch"`         // "patina/<name>" (short branch name)
 	Repo         string `json:"repo"`           // top level of the user's main working tree
 	GitCommonDir string `json:"git_common_dir"` // absolute path of the repository's common git dir
-	// ObjectDirs are the object directories a workspace borrows objects
-	// from, to be mounted read-only in its container: <common>/objects
+	// ObjectDirs are the repository's object directories: <common>/objects
 	// first, then the repository's own alternates (recursively) that
 	// exist. Absolute, symlinks resolved. Derived from the repository, not
-	// from a note.
+	// from a note. They hold every branch and everything patina took from
+	// any workspace: the sidecar no longer mounts them in a workspace
+	// (WriteCommitPack makes what it mounts).
 	ObjectDirs []string `json:"object_dirs"`
 	BaseRef    string   `json:"base_ref"`    // full ref the workspace started from ("refs/heads/main"); "" for a detached HEAD or a bare commit
 	BaseCommit string   `json:"base_commit"` // commit the workspace started from; its branch started there

@@ -37,6 +37,10 @@ type Options struct {
 	// is timed inside a workspace and in the repository itself (default
 	// 10,000).
 	GitFiles int
+	// RepoHistoryBytes is the random content in the history of the
+	// GitFiles-file repository whose workspaces' creation is timed
+	// (default 100 MB; 1000 MB makes the 1 GB repository of hack/bigrepo).
+	RepoHistoryBytes int64
 	// RelaySamples is the number of execs timed through the exec relay (the
 	// path of a remote engine or a sidecar in a container), on a second
 	// sidecar started with --agent-transport exec (default 200).
@@ -85,6 +89,9 @@ func (o Options) withDefaults() Options {
 		o.DiffBytes = 300_000_000
 	}
 	def(&o.GitFiles, 10_000)
+	if o.RepoHistoryBytes <= 0 {
+		o.RepoHistoryBytes = 100_000_000
+	}
 	def(&o.RelaySamples, 200)
 	def(&o.PortSamples, 500)
 	if o.PortBytes <= 0 {

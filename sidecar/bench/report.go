@@ -73,6 +73,9 @@ type Report struct {
 	// Fork: a fork of a workspace with Fork.Bytes installed, to its first
 	// exec.
 	Fork Fork `json:"fork"`
+	// RepoCreate: workspaces of a large repository, created to their first
+	// exec.
+	RepoCreate RepoCreate `json:"repo_create"`
 
 	// Checks are the figures judged against the targets.
 	Checks []Check `json:"checks"`
@@ -241,6 +244,9 @@ func (r Report) WriteText(w io.Writer) error {
 	row(fmt.Sprintf("HTTP GET p50 forwarded / direct (%d samples)", p.Forwarded.Samples),
 		fmtMS(p.Forwarded.P50MS)+" / "+fmtMS(p.Direct.P50MS)+fmt.Sprintf(" (+%s)", fmtMS(p.AddedP50MS)), "", "")
 	row(fmt.Sprintf("fork of a workspace with %s installed, to its first exec", fmtBytes(r.Fork.Bytes)), fmtMS(r.Fork.MS), "", "")
+	rc := r.RepoCreate
+	row(fmt.Sprintf("create of a %d-file repository workspace (%s packed) → first exec: first of its base / second / a later base", rc.Files, fmtBytes(rc.PackBytes)),
+		fmtMS(rc.FirstMS)+" / "+fmtMS(rc.SecondMS)+" / "+fmtMS(rc.LaterMS), "", "")
 	row(fmt.Sprintf("HTTP %s forwarded / direct", fmtBytes(p.ForwardedBytes.Bytes)),
 		fmt.Sprintf("%.0f / %.0f MB/s (%.2f×)", p.ForwardedBytes.MBPerSecond, p.DirectBytes.MBPerSecond, p.ThroughputRatio), "", "")
 	if e := r.Egress; e.Skipped == "" {

@@ -206,6 +206,11 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 
+	r.progress("create of a %d-file repository workspace (%s of history): the first of its base, a second, one of a later base", o.GitFiles, fmtBytes(o.RepoHistoryBytes))
+	if rep.RepoCreate, err = r.repoCreate(ctx); err != nil {
+		return err
+	}
+
 	r.progress("%d execs through the exec relay (a second sidecar, --agent-transport exec)", o.RelaySamples)
 	if rep.RelayExec, err = r.relayExecs(ctx); err != nil {
 		return err

@@ -26,21 +26,22 @@ func TestRunTiny(t *testing.T) {
 	defer cancel()
 	var progress strings.Builder
 	rep, err := Run(ctx, Options{
-		Binary:        bin,
-		Samples:       10,
-		Warmup:        3,
-		DockerSamples: 3,
-		CreateSamples: 2,
-		Sessions:      3,
-		Execs:         5,
-		StreamBytes:   5 << 20,
-		DiffBytes:     1 << 20,
-		GitFiles:      50,
-		RelaySamples:  5,
-		PortSamples:   5,
-		PortBytes:     1 << 20,
-		ForkBytes:     2 << 20,
-		Progress:      &progress,
+		Binary:           bin,
+		Samples:          10,
+		Warmup:           3,
+		DockerSamples:    3,
+		CreateSamples:    2,
+		Sessions:         3,
+		Execs:            5,
+		StreamBytes:      5 << 20,
+		DiffBytes:        1 << 20,
+		GitFiles:         50,
+		RelaySamples:     5,
+		RepoHistoryBytes: 1 << 20,
+		PortSamples:      5,
+		PortBytes:        1 << 20,
+		ForkBytes:        2 << 20,
+		Progress:         &progress,
 	})
 	if err != nil {
 		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
@@ -72,6 +73,9 @@ func TestRunTiny(t *testing.T) {
 	}
 	if rep.Fork.Bytes != 2<<20 || rep.Fork.MS <= 0 {
 		t.Errorf("unexpected fork figure: %+v", rep.Fork)
+	}
+	if rc := rep.RepoCreate; rc.Files != 50 || rc.PackBytes < 1<<20 || rc.FirstMS <= 0 || rc.SecondMS <= 0 || rc.LaterMS <= 0 {
+		t.Errorf("unexpected repository create figures: %+v", rc)
 	}
 	if rep.Version == "" {
 		t.Error("exp the sidecar's version")

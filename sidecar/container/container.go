@@ -7,7 +7,7 @@
 //
 // Nothing here reads or writes a path inside a container: the only host
 // paths involved are the ones the sidecar chose (a repository workspace's
-// worktree and the user's object directory, mounted in).
+// worktree and the object stores of its base commit, mounted in).
 package container
 
 import (
@@ -125,7 +125,7 @@ type Spec struct {
 	// (sidecar/disk): its files, its state and its container's writable
 	// layer are kept there (Files is then not used). "": no disk, volumes.
 	Disk string
-	// Mounts are further host directories (read-only object directories).
+	// Mounts are further host directories (read-only object stores).
 	Mounts []Mount
 	// Placement are cluster placement constraints ("node.labels.gpu==1");
 	// only an engine that places workspaces on nodes (Swarm) takes them.

@@ -24,8 +24,8 @@ type ForkAPI interface {
 	ImageRemove(ctx context.Context, imageID string, options image.RemoveOptions) ([]image.DeleteResponse, error)
 }
 
-// LabelForkOf marks an image committed from a workspace's container to
-// fork it.
+// LabelForkOf marks an image committed from a workspace's container: to
+// fork it, or to make its own container anew (a move to object stores).
 const LabelForkOf = "dev.patina.fork-of"
 
 // Commit saves a workspace container's filesystem (everything outside its
@@ -40,7 +40,7 @@ func (d *Docker) Commit(ctx context.Context, containerID, workspaceID, ref strin
 	_, err := fa.ContainerCommit(ctx, containerID, container.CommitOptions{
 		Reference: ref,
 		Pause:     true,
-		Comment:   "patina: fork of workspace " + workspaceID,
+		Comment:   "patina: the container of workspace " + workspaceID,
 		Changes:   []string{"LABEL " + LabelForkOf + "=" + workspaceID},
 	})
 	if cerrdefs.IsNotFound(err) {

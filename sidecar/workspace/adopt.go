@@ -61,6 +61,7 @@ func (m *Manager) Adopt() (adopted <-chan struct{}) {
 		wg.Wait()
 		m.adoptOrphans(m.bg)
 		m.removeOrphanDisks(m.bg)
+		m.stores.sweep(m.bg)
 		m.log.Info("adoption done", "workspaces", len(wss))
 	}()
 	go m.eng.Watch(m.bg, m.onContainerEvent)
@@ -162,6 +163,16 @@ func (w *workspace) adopt(ctx context.Context) {
 			if !md.Stopped && why == "" {
 				why = "its container exited " + st.Error
 			}
+		}
+	}
+	if !legacy && len(md.ObjectDirs) > 0 {
+		if status == client.StatusRunning {
+			m.log.Warn("the workspace's container still mounts its repository's object directory; stop and start it to move it to object stores", "workspace_id", md.ID)
+			if notice == "" {
+				notice = movedNotice
+			}
+		} else {
+			m.log.Info("the workspace moves to object stores at its next start", "workspace_id", md.ID)
 		}
 	}
 	if status == client.StatusRunning {
@@ -293,7 +304,7 @@ func (w *workspace) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate its repository side: %w", err)
 		}
 		md.Branch = wt.Branch
-		md.ObjectDirs = wt.ObjectDirs
+		md.ObjectDirs = nil // start gives it object stores
 		if wt.LegacyPath != "" {
 			md.Worktree = wt.LegacyPath
 		}

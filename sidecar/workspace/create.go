@@ -160,6 +160,8 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		AgentToken:   randomHex(32),
 	}
 	var repo *worktree.Repo
+	var held []string // object stores held until the workspace is registered
+	defer func() { m.stores.release(held) }()
 	if req.Repo != "" {
 		r, err := m.repo(ctx, req.Repo)
 		if err != nil {
@@ -183,7 +185,19 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		}
 		md.BaseCommit = wt.BaseCommit
 		if m.eng.Local() {
-			md.ObjectDirs = wt.ObjectDirs
+			// The objects of its base, and nothing else of the user's
+			// repository: a store shared with the workspaces of that base.
+			objs, err := m.stores.acquire(ctx, r, wt.BaseCommit)
+			if err != nil {
+				return fail(err)
+			}
+			held = objs
+			undo = append(undo, func() {
+				m.stores.release(objs)
+				held = nil
+				m.stores.collect(cleanup, objs)
+			})
+			md.Objects = objs
 			if md.DiskMB == 0 { // else its files are on its disk
 				md.Worktree = filepath.Join(r.WorktreesDir(), wt.Name)
 			}
@@ -321,8 +335,11 @@ func (w *workspace) spec() container.Spec {
 		Placement:   md.Placement,
 		Agent:       container.AgentStart{WorkspaceID: md.ID, Token: md.AgentToken, Args: w.agentArgs()},
 	}
+	for i, d := range md.Objects {
+		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: objectsTarget(i), ReadOnly: true})
+	}
 	for i, d := range md.ObjectDirs {
-		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: objectsTarget(i, d), ReadOnly: true})
+		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: legacyObjectsTarget(i, d), ReadOnly: true})
 	}
 	return s
 }
@@ -371,15 +388,28 @@ func (m *Manager) diskSupport(ctx context.Context) error {
 	return m.eng.DiskSupport(ctx)
 }
 
-// objectsTarget is where the i-th object directory of the user's
-// repository is mounted in the container: the first at a fixed place, the
-// others (the repository's own alternates) at their host paths, where the
-// repository's alternates file names them.
-func objectsTarget(i int, hostDir string) string {
+// legacyObjectsTarget is where a workspace made before the object stores
+// had the i-th object directory of the user's repository mounted: the
+// first at a fixed place, the others (the repository's own alternates) at
+// their host paths, where the repository's alternates file names them.
+func legacyObjectsTarget(i int, hostDir string) string {
 	if i == 0 {
 		return container.RepoObjects
 	}
 	return hostDir
+}
+
+// alternates are the object directories, in the container, that the
+// workspace's repository borrows from.
+func (md meta) alternates() []string {
+	var alts []string
+	for i := range md.Objects {
+		alts = append(alts, objectsTarget(i))
+	}
+	for i, d := range md.ObjectDirs {
+		alts = append(alts, legacyObjectsTarget(i, d))
+	}
+	return alts
 }
 
 func shortID(id string) string {

@@ -42,6 +42,8 @@ type fakeEngine struct {
 	// remote makes the engine say it is not on this host: repository
 	// workspaces get their objects shipped, not mounted.
 	remote bool
+	// images are the images committed.
+	images []string
 }
 
 type fakeContainer struct {
@@ -73,10 +75,17 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 
 func (e *fakeEngine) Local() bool { return !e.remote }
 
-// Forking needs a real engine (a container commit, a copy in a helper
-// container): tests/fork_test.go runs it against Docker.
-func (e *fakeEngine) Commit(context.Context, string, string, string) error {
-	return errors.New("fake engine: no commit")
+// Commit only records the image's name (a container's files outside its
+// volumes are not kept here); forking needs a real engine (a copy in a
+// helper container): tests/fork_test.go runs it against Docker.
+func (e *fakeEngine) Commit(_ context.Context, id, _, ref string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.get(id); err != nil {
+		return err
+	}
+	e.images = append(e.images, ref)
+	return nil
 }
 func (e *fakeEngine) CopyVolumes(context.Context, container.CopySpec) error {
 	return errors.New("fake engine: no copy")

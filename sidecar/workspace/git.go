@@ -55,10 +55,7 @@ func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
 	w.mu.Lock()
 	md, c := w.meta, w.agent
 	w.mu.Unlock()
-	alts := make([]string, len(md.ObjectDirs))
-	for i, d := range md.ObjectDirs {
-		alts[i] = objectsTarget(i, d)
-	}
+	alts := md.alternates()
 	if md.Shipped {
 		objects, err := w.shipObjects(ctx, c, md.BaseCommit)
 		if err != nil {

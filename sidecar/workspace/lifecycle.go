@@ -132,6 +132,14 @@ func (w *workspace) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if repo != nil && !md.Shipped {
+		if err := w.readyObjects(ctx, legacy); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		md = w.meta
+		w.mu.Unlock()
+	}
 	if err := m.images.Ensure(ctx, md.Image); err != nil {
 		return err
 	}
@@ -249,6 +257,11 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 	if err := m.eng.RemoveVolumes(ctx, md.ID); err != nil {
 		m.log.Warn("remove volumes", "workspace_id", md.ID, "err", err)
 	}
+	if md.MovedImage != "" {
+		if err := m.eng.RemoveImage(ctx, md.MovedImage); err != nil {
+			m.log.Warn("remove the image of its container before its move to object stores", "workspace_id", md.ID, "image", md.MovedImage, "err", err)
+		}
+	}
 	if md.ForkImage != "" {
 		// A fork of this fork still uses it: then it stays, as Docker says.
 		if err := m.eng.RemoveImage(ctx, md.ForkImage); err != nil {
@@ -278,6 +291,7 @@ func (w *workspace) delete(ctx context.Context, keepBranch bool) error {
 		m.log.Warn("remove the workspace's directory", "workspace_id", md.ID, "err", err)
 	}
 	m.unregister(w)
+	m.stores.collect(ctx, md.Objects)
 	m.log.Info("workspace deleted", "workspace_id", md.ID, "keep_branch", keepBranch)
 	return nil
 }

@@ -33,6 +33,7 @@ type Manager struct {
 	names      map[string]string     // name -> id
 	reserved   map[string]bool       // names being created
 	repos      map[string]*worktree.Repo
+	stores     *objectStores
 }
 
 // New prepares a Manager; Adopt finds the workspaces of a previous run.
@@ -48,7 +49,7 @@ func New(cfg Config, eng Engine, images Images) (*Manager, error) {
 	cfg.StateDir = abs
 	// What workspaces write lands below these: no other host user may reach
 	// it (a setuid file, a symlink to follow).
-	for _, d := range []string{"workspaces", "worktrees"} {
+	for _, d := range []string{"workspaces", "worktrees", objectsDir} {
 		p := filepath.Join(abs, d)
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return nil, fmt.Errorf("workspace: state directory: %w", err)
@@ -71,7 +72,22 @@ func New(cfg Config, eng Engine, images Images) (*Manager, error) {
 		repos:      map[string]*worktree.Repo{},
 	}
 	m.wtCfg = worktree.Config{StateDir: abs, Author: cfg.GitAuthor, Logger: cfg.Logger}
+	m.stores = newObjectStores(filepath.Join(abs, objectsDir), m.log, m.objectsInUse)
 	return m, nil
+}
+
+// objectsInUse reports whether a known workspace borrows from an object
+// store's directory.
+func (m *Manager) objectsInUse(objects string) bool {
+	for _, w := range m.all() {
+		w.mu.Lock()
+		used := containsString(w.meta.Objects, objects)
+		w.mu.Unlock()
+		if used {
+			return true
+		}
+	}
+	return false
 }
 
 // Close lets go of every workspace without stopping it: containers,

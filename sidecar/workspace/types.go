@@ -173,12 +173,19 @@ const (
 // meta is workspace.json: the sidecar's own record of a workspace, the only
 // source of paths, mounts and container settings.
 type meta struct {
-	Format     int      `json:"format,omitempty"`
-	ID         string   `json:"id"`
-	Name       string   `json:"name"`
-	Repo       string   `json:"repo,omitempty"`
-	Branch     string   `json:"branch,omitempty"`
-	Worktree   string   `json:"worktree"`
+	Format   int    `json:"format,omitempty"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Repo     string `json:"repo,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree"`
+	// Objects are the object stores (host paths of their object
+	// directories, a full store first) the workspace's repository borrows
+	// from, mounted read-only (objects.go).
+	Objects []string `json:"objects,omitempty"`
+	// ObjectDirs are the user's object directories, which workspaces made
+	// before the object stores mounted read-only; such a workspace moves to
+	// Objects at its next start.
 	ObjectDirs []string `json:"object_dirs,omitempty"`
 	// Shipped: the engine is not on this host; the workspace's files are
 	// in its own volume and its base's objects were shipped to it.
@@ -223,6 +230,10 @@ type meta struct {
 	// with this workspace).
 	ForkOf    string `json:"fork_of,omitempty"`
 	ForkImage string `json:"fork_image,omitempty"`
+	// MovedImage is the image committed from the workspace's container
+	// when it moved to object stores (its container had to be made anew
+	// with other mounts); removed with the workspace.
+	MovedImage string `json:"moved_image,omitempty"`
 	// Legacy (format 1) fields, kept to migrate.
 	GitCommonDir string `json:"git_common_dir,omitempty"`
 	GitDir       string `json:"git_dir,omitempty"`

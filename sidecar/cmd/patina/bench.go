@@ -15,8 +15,9 @@ type benchOptions struct {
 	json       bool
 	failOnMiss bool
 	opts       bench.Options
-	// streamMB and diffMB are --stream-mb and --diff-mb (MB, 10^6 bytes).
-	streamMB, diffMB int64
+	// streamMB, diffMB and repoHistoryMB are --stream-mb, --diff-mb and
+	// --repo-history-mb (MB, 10^6 bytes).
+	streamMB, diffMB, repoHistoryMB int64
 	// engine is --engine; nodeBinary and unencrypted its swarm options.
 	engine      string
 	nodeBinary  string
@@ -49,7 +50,10 @@ and print each figure with its target and PASS or MISS:
   git status in a workspace of --git-files files ÷ in its repository: ≤ 1.5×
 and, unjudged, exec of true through the exec relay (a second sidecar with
 --agent-transport exec: the path of a remote engine or a sidecar in a
-container).
+container), and the create of a --git-files-file repository workspace with
+--repo-history-mb of history (1000 for a 1 GB repository, as hack/bigrepo
+makes) to its first exec: the first of its base, a second, one of a later
+base.
 
 With --engine swarm (on a manager of a swarm with another ready node), it
 measures instead, in a sidecar started with --engine swarm:
@@ -83,9 +87,10 @@ it does not use a running sidecar, nor the global --addr, --token and
 			}
 			if o.opts.Samples <= 0 || o.opts.Sessions <= 0 || o.opts.Execs <= 0 ||
 				o.opts.DockerSamples <= 0 || o.opts.CreateSamples <= 0 || o.streamMB <= 0 || o.diffMB <= 0 ||
-				o.opts.GitFiles <= 0 || o.opts.RelaySamples <= 0 {
-				return usagef("--samples, --docker-samples, --create-samples, --sessions, --execs, --stream-mb, --diff-mb, --git-files and --relay-samples must be positive")
+				o.opts.GitFiles <= 0 || o.opts.RelaySamples <= 0 || o.repoHistoryMB <= 0 {
+				return usagef("--samples, --docker-samples, --create-samples, --sessions, --execs, --stream-mb, --diff-mb, --git-files, --repo-history-mb and --relay-samples must be positive")
 			}
+			o.opts.RepoHistoryBytes = o.repoHistoryMB * 1_000_000
 			o.opts.StreamBytes = o.streamMB * 1_000_000
 			o.opts.DiffBytes = o.diffMB * 1_000_000
 			opts := o.opts
@@ -109,6 +114,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.Int64Var(&o.streamMB, "stream-mb", 1000, "MB of a command's output streamed before reading the sidecar's memory")
 	f.Int64Var(&o.diffMB, "diff-mb", 300, "MB of the file whose diff is taken before reading the sidecar's memory")
 	f.IntVar(&o.opts.GitFiles, "git-files", 10_000, "files of the repository whose git status is timed")
+	f.Int64Var(&o.repoHistoryMB, "repo-history-mb", 100, "MB of history in the --git-files-file repository whose workspaces' creation is timed (1000: a 1 GB repository)")
 	f.IntVar(&o.opts.RelaySamples, "relay-samples", 200, "execs timed through the exec relay")
 	f.StringVar(&o.opts.Image, "image", image.DefaultTag, "the workspaces' image")
 	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
