@@ -1,13 +1,19 @@
 package secrets
 
-// Where a workspace granted secrets finds patina's CA: the agent writes
-// both files in its container (never the sidecar: it writes no path a
-// workspace can change), the bundle being the image's own roots followed
-// by patina's CA.
-const (
-	CAPath     = "/.patina/tls/patina-ca.pem"
-	BundlePath = "/.patina/tls/ca-bundle.pem"
-)
+import "path"
+
+// TrustDir is where a workspace granted secrets finds patina's CA: the
+// agent writes it in its container (never the sidecar: it writes no path
+// a workspace can change), as two files:
+//
+//	patina-ca.pem  the CA alone
+//	ca-bundle.pem  the image's own roots, then the CA
+const TrustDir = "/.patina/tls"
+
+// TrustFiles are the CA's and the bundle's paths in dir.
+func TrustFiles(dir string) (ca, bundle string) {
+	return path.Join(dir, "patina-ca.pem"), path.Join(dir, "ca-bundle.pem")
+}
 
 // TrustEnvNames are the variables that name the bundle (or, for Node,
 // which adds to its own roots, the CA alone) in every session of a
@@ -15,12 +21,13 @@ const (
 // requests, Node, git, curl.
 var TrustEnvNames = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
 
-// TrustEnv is those variables with their values.
-func TrustEnv() map[string]string {
+// TrustEnv is those variables with their values, for the files in dir.
+func TrustEnv(dir string) map[string]string {
+	ca, bundle := TrustFiles(dir)
 	env := make(map[string]string, len(TrustEnvNames))
 	for _, k := range TrustEnvNames {
-		env[k] = BundlePath
+		env[k] = bundle
 	}
-	env["NODE_EXTRA_CA_CERTS"] = CAPath
+	env["NODE_EXTRA_CA_CERTS"] = ca
 	return env
 }
