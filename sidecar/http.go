@@ -53,6 +53,11 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/workspaces/{id}/ports/{port}", s.handleClosePort)
 	mux.HandleFunc("DELETE /v1/workspaces/{id}/ports", s.handleClosePort)
 
+	mux.HandleFunc("PUT /v1/secrets/{name}", s.handleSetSecret)
+	mux.HandleFunc("GET /v1/secrets", s.handleListSecrets)
+	mux.HandleFunc("GET /v1/secrets/{name}", s.handleGetSecret)
+	mux.HandleFunc("DELETE /v1/secrets/{name}", s.handleDeleteSecret)
+
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
