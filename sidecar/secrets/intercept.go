@@ -14,13 +14,34 @@ import (
 	"time"
 )
 
-// Bounds of an intercepted connection.
+// Bounds of an intercepted connection. Unlike the proxy's tunnels, which
+// the kernel splices, an intercepted connection holds buffers in the
+// sidecar: each is bounded, and so is their number per workspace
+// (Config.MaxConns), so that a workspace that opens many and reads
+// nothing costs the sidecar a few tens of MB at most.
 const (
 	readHeaderTimeout = 30 * time.Second
 	idleTimeout       = 2 * time.Minute
 	maxHeaderBytes    = 64 << 10
-	maxStreams        = 100
+	// HTTP/2 from the workspace: streams at once, and what it may send
+	// ahead of the server's reading.
+	maxStreams         = 16
+	clientConnWindow   = 256 << 10
+	clientStreamWindow = 64 << 10
+	// HTTP/2 to the server: what it may send ahead of the workspace's
+	// reading.
+	serverConnWindow   = 1 << 20
+	serverStreamWindow = 256 << 10
+	copyBuffer         = 32 << 10
 )
+
+// buffers are the copy buffers of every intercepted connection.
+var buffers = &bufferPool{p: sync.Pool{New: func() any { return make([]byte, copyBuffer) }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return b.p.Get().([]byte) }
+func (b *bufferPool) Put(p []byte) { b.p.Put(p) }
 
 // Wants reports whether workspace id holds any secret: its TLS
 // connections are then offered to HandleTLS.
@@ -41,6 +62,11 @@ func (v *Vault) HandleTLS(ctx context.Context, id, serverName string, client net
 	}
 	defer client.Close()
 	log := v.log.With("workspace_id", id, "host", serverName)
+	if !v.take(id) {
+		log.Warn("refused a connection to a secret's host: too many at once", "max", v.cfg.MaxConns)
+		return true
+	}
+	defer v.release(id)
 	cert, err := v.ca.leaf(serverName, v.cfg.Now())
 	if err != nil {
 		log.Warn("make a certificate", "err", err)
@@ -66,9 +92,10 @@ func (v *Vault) HandleTLS(ctx context.Context, id, serverName string, client net
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	h := &intercepted{v: v, id: id, host: serverName, log: log}
 	h.proxy = &httputil.ReverseProxy{
-		Rewrite:   h.rewrite,
-		Transport: up,
-		ErrorLog:  errLog,
+		Rewrite:    h.rewrite,
+		Transport:  up,
+		BufferPool: buffers,
+		ErrorLog:   errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the workspace's client went away
@@ -84,7 +111,8 @@ func (v *Vault) HandleTLS(ctx context.Context, id, serverName string, client net
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          errLog,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReadFrameSize: 1 << 20},
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, MaxReceiveBufferPerConnection: clientConnWindow,
+			MaxReceiveBufferPerStream: clientStreamWindow},
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateClosed || s == http.StateHijacked {
 				l.finish()
@@ -184,11 +212,12 @@ func newUpstream(serverName string, dial func(context.Context) (net.Conn, error)
 				return tc, nil
 			},
 			ForceAttemptHTTP2:      len(protos) > 1,
+			HTTP2:                  &http.HTTP2Config{MaxReceiveBufferPerConnection: serverConnWindow, MaxReceiveBufferPerStream: serverStreamWindow},
 			MaxIdleConnsPerHost:    4,
 			IdleConnTimeout:        90 * time.Second,
 			TLSHandshakeTimeout:    timeout,
 			ExpectContinueTimeout:  time.Second,
-			MaxResponseHeaderBytes: 1 << 20,
+			MaxResponseHeaderBytes: maxHeaderBytes,
 		}
 	}
 	return &upstream{h2: mk([]string{"h2", "http/1.1"}), h1: mk([]string{"http/1.1"})}

@@ -323,3 +323,49 @@ func TestCACertHoldsNoKey(t *testing.T) {
 		}
 	}
 }
+
+// A workspace has at most MaxConns connections intercepted at once (each
+// holds buffers in the sidecar): one more is closed, and a slot that
+// frees is taken again.
+func TestInterceptBoundsConnections(t *testing.T) {
+	r := newInterceptRig(t, "api.test", true)
+	r.v.cfg.MaxConns = 2
+	if _, err := r.v.Set(SetRequest{Name: "GH", Hosts: []string{"api.test"}, Header: "Authorization: " + ghValue}); err != nil {
+		t.Fatal(err)
+	}
+	r.v.Grant("ws1", []Grant{{Name: "GH", Placeholder: NewPlaceholder()}})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(r.v.CACert())
+	dial := func() (*tls.Conn, error) {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		return tls.DialWithDialer(d, "tcp", r.addr, &tls.Config{ServerName: "api.test", RootCAs: pool})
+	}
+	var open []*tls.Conn
+	for i := 0; i < 2; i++ {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		open = append(open, c)
+	}
+	if c, err := dial(); err == nil {
+		c.Close()
+		t.Fatal("a connection past the bound was served")
+	}
+	open[0].Close()
+	// The slot is freed once the first connection's server side sees it
+	// closed.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := dial()
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a freed slot was not taken again: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	open[1].Close()
+}

@@ -26,6 +26,9 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// Redactor is told every secret's value (default: a new one).
 	Redactor *Redactor
+	// MaxConns bounds the connections to secrets' hosts a workspace has
+	// open through the Vault at once (32): more are closed at once.
+	MaxConns int
 	Logger   *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
@@ -34,6 +37,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = 32
 	}
 	if c.Redactor == nil {
 		c.Redactor = NewRedactor()
@@ -64,6 +70,7 @@ type Vault struct {
 
 	mu     sync.RWMutex
 	grants map[string][]Grant // by workspace id
+	open   map[string]int     // intercepted connections, by workspace id
 }
 
 var _ egress.TLSHook = (*Vault)(nil)
@@ -83,7 +90,7 @@ func Open(cfg Config) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Vault{cfg: cfg, log: cfg.Logger.With("component", "secrets"), store: st, ca: c, grants: map[string][]Grant{}}
+	v := &Vault{cfg: cfg, log: cfg.Logger.With("component", "secrets"), store: st, ca: c, grants: map[string][]Grant{}, open: map[string]int{}}
 	for _, s := range st.all() {
 		cfg.Redactor.Hide("secret:"+s.Name, secretValues(s))
 	}
@@ -179,6 +186,26 @@ func (v *Vault) Grant(id string, grants []Grant) {
 
 // Forget drops a workspace's grants (it was deleted).
 func (v *Vault) Forget(id string) { v.Grant(id, nil) }
+
+// take counts an intercepted connection of workspace id in, within the
+// bound.
+func (v *Vault) take(id string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.open[id] >= v.cfg.MaxConns {
+		return false
+	}
+	v.open[id]++
+	return true
+}
+
+func (v *Vault) release(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.open[id]--; v.open[id] <= 0 {
+		delete(v.open, id)
+	}
+}
 
 // CACert is the CA's certificate (PEM), which workspaces granted secrets
 // trust.
