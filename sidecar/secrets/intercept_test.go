@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -92,6 +93,18 @@ func newInterceptRig(t *testing.T, serverName string, roots bool) *interceptRig 
 	s := &seen{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.add(r)
+		if r.Header.Get("Upgrade") == "echo" {
+			// A protocol of its own after a 101 (as a WebSocket): echo.
+			c, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+			brw.Flush()
+			_, _ = io.Copy(c, brw)
+			return
+		}
 		fmt.Fprint(w, r.Host)
 	}))
 	srv.EnableHTTP2 = true
@@ -368,4 +381,36 @@ func TestInterceptBoundsConnections(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	open[1].Close()
+}
+
+// An upgrade (a WebSocket) goes through, with the secret set on its
+// request, and then carries its own protocol both ways.
+func TestInterceptUpgrade(t *testing.T) {
+	r := newInterceptRig(t, "api.test", true)
+	if _, err := r.v.Set(SetRequest{Name: "GH", Hosts: []string{"api.test"}, Header: "Authorization: " + ghValue}); err != nil {
+		t.Fatal(err)
+	}
+	r.v.Grant("ws1", []Grant{{Name: "GH", Placeholder: NewPlaceholder()}})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(r.v.CACert())
+	c, err := tls.Dial("tcp", r.addr, &tls.Config{ServerName: "api.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprint(c, "GET /ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("exp 101, got %v %v", resp, err)
+	}
+	if got := r.seen.last(t).Header.Get("Authorization"); got != ghValue {
+		t.Fatalf("the upgrade's request lacks the secret: %q", got)
+	}
+	fmt.Fprint(c, "ping through")
+	b := make([]byte, len("ping through"))
+	if _, err := io.ReadFull(br, b); err != nil || string(b) != "ping through" {
+		t.Fatalf("exp the echo after the upgrade, got %q %v", b, err)
+	}
 }
