@@ -23,7 +23,7 @@ import (
 
 // labCA makes a CA and a server certificate for names, as the real
 // servers of a test have.
-func labCA(t *testing.T, names ...string) (*x509.CertPool, tls.Certificate) {
+func labCA(t testing.TB, names ...string) (*x509.CertPool, tls.Certificate) {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "lab CA"}, NotBefore: time.Now().Add(-time.Hour),
@@ -57,7 +57,7 @@ func (s *seen) add(r *http.Request) {
 	s.mu.Unlock()
 }
 
-func (s *seen) last(t *testing.T) *http.Request {
+func (s *seen) last(t testing.TB) *http.Request {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,8 +78,9 @@ func (s *seen) count() int {
 // connection being for serverName; the real server is an HTTPS server
 // with a certificate of its own lab CA.
 type interceptRig struct {
-	t          *testing.T
+	t          testing.TB
 	v          *Vault
+	labRoots   *x509.CertPool
 	server     *httptest.Server
 	seen       *seen
 	addr       string
@@ -87,7 +88,7 @@ type interceptRig struct {
 	declined   chan net.Conn
 }
 
-func newInterceptRig(t *testing.T, serverName string, roots bool) *interceptRig {
+func newInterceptRig(t testing.TB, serverName string, roots bool) *interceptRig {
 	t.Helper()
 	pool, cert := labCA(t, "api.test", "other.test")
 	s := &seen{}
@@ -124,7 +125,7 @@ func newInterceptRig(t *testing.T, serverName string, roots bool) *interceptRig 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	rig := &interceptRig{t: t, v: v, server: srv, seen: s, addr: ln.Addr().String(), serverName: serverName, declined: make(chan net.Conn, 16)}
+	rig := &interceptRig{t: t, v: v, labRoots: pool, server: srv, seen: s, addr: ln.Addr().String(), serverName: serverName, declined: make(chan net.Conn, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
@@ -412,5 +413,40 @@ func TestInterceptUpgrade(t *testing.T) {
 	b := make([]byte, len("ping through"))
 	if _, err := io.ReadFull(br, b); err != nil || string(b) != "ping through" {
 		t.Fatalf("exp the echo after the upgrade, got %q %v", b, err)
+	}
+}
+
+// BenchmarkIntercept is a GET on a kept-alive connection through the
+// interception (TLS terminated, the secret set, TLS again to the server)
+// against the same GET straight to the server, on the loopback.
+func BenchmarkIntercept(b *testing.B) {
+	r := newInterceptRig(b, "api.test", true)
+	if _, err := r.v.Set(SetRequest{Name: "GH", Hosts: []string{"api.test"}, Header: "Authorization: " + ghValue}); err != nil {
+		b.Fatal(err)
+	}
+	r.v.Grant("ws1", []Grant{{Name: "GH", Placeholder: NewPlaceholder()}})
+	direct := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", r.server.Listener.Addr().String())
+		},
+		TLSClientConfig:   &tls.Config{RootCAs: r.labRoots},
+		ForceAttemptHTTP2: true,
+	}
+	b.Cleanup(direct.CloseIdleConnections)
+	for _, c := range []struct {
+		name string
+		hc   *http.Client
+	}{{"direct", &http.Client{Transport: direct}}, {"intercepted", r.client(true)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				resp, err := c.hc.Get("https://api.test/")
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
 	}
 }
