@@ -121,23 +121,68 @@ func (v *Vault) HandleTLS(ctx context.Context, id, serverName string, client net
 	}
 	_ = srv.Serve(l)
 	// A hijacked connection (a WebSocket) is still being served.
-	h.wg.Wait()
+	h.active.wait()
 	return true
 }
 
 // intercepted serves the requests of one intercepted connection.
 type intercepted struct {
-	v     *Vault
-	id    string
-	host  string
-	log   *slog.Logger
-	proxy *httputil.ReverseProxy
-	wg    sync.WaitGroup
+	v      *Vault
+	id     string
+	host   string
+	log    *slog.Logger
+	proxy  *httputil.ReverseProxy
+	active handlers
+}
+
+// handlers counts the requests being served, so that a connection is let
+// go only once they are over.
+type handlers struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{}
+}
+
+func (a *handlers) enter() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	a.n++
+	return true
+}
+
+func (a *handlers) leave() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n--; a.n == 0 && a.idle != nil {
+		close(a.idle)
+		a.idle = nil
+	}
+}
+
+// wait refuses new requests and waits for the ones being served.
+func (a *handlers) wait() {
+	a.mu.Lock()
+	a.closed = true
+	if a.n == 0 {
+		a.mu.Unlock()
+		return
+	}
+	a.idle = make(chan struct{})
+	idle := a.idle
+	a.mu.Unlock()
+	<-idle
 }
 
 func (h *intercepted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.wg.Add(1)
-	defer h.wg.Done()
+	if !h.active.enter() {
+		http.Error(w, "patina: the connection is closing", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.active.leave()
 	if host := requestHost(r.Host); host != h.host {
 		// The server was chosen, and verified, by the TLS server name: a
 		// request for another host is not sent to it.
