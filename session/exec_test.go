@@ -279,3 +279,13 @@ func TestShellStdFDsClosedBetweenCommands(t *testing.T) {
 	}
 	expectOut(t, s, `echo "last $?"`, "last 1\n")
 }
+
+// SetExtraEnv reaches the shells started after it, not the ones running.
+func TestSetExtraEnv(t *testing.T) {
+	m := newManager(t, func(c *Config) { c.Env = []string{"BASE=1"} })
+	before := mustCreate(t, m, CreateRequest{ID: "before"})
+	m.SetExtraEnv([]string{"EXTRA=two words", "BASE=2"})
+	after := mustCreate(t, m, CreateRequest{ID: "after", Env: map[string]string{"OWN": "3"}})
+	expectOut(t, before, `echo "${EXTRA-unset} $BASE"`, "unset 1\n")
+	expectOut(t, after, `echo "$EXTRA $BASE $OWN"`, "two words 2 3\n")
+}

@@ -97,7 +97,7 @@ func (s *Session) Lend(ctx context.Context) (*Loan, error) {
 	}
 	s.lent = true
 	cwd := s.cwd
-	env := append(append([]string{}, s.m.cfg.Env...), "PATINA_SESSION_ID="+s.id, s.meta.Marker)
+	env := append(s.m.baseEnv(), "PATINA_SESSION_ID="+s.id, s.meta.Marker)
 	s.mu.Unlock()
 
 	state, rc, ret := filepath.Join(s.dir, loanState), filepath.Join(s.dir, loanRC), filepath.Join(s.dir, loanReturn)

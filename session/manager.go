@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,6 +28,9 @@ type Manager struct {
 	lock    *os.File
 	watches watchHub
 	polling pollread.Gate // one session's status reader polls at a time
+	// extraEnv is added to Config.Env for shells started from now on
+	// (SetExtraEnv).
+	extraEnv atomic.Pointer[[]string]
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -269,4 +273,22 @@ func randomHex(n int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// SetExtraEnv adds env ("K=V" entries, after Config.Env) to the
+// environment of every shell started from now on: new sessions, shells
+// replaced or revived, terminals. Shells already running keep theirs.
+func (m *Manager) SetExtraEnv(env []string) {
+	e := append([]string(nil), env...)
+	m.extraEnv.Store(&e)
+}
+
+// baseEnv is the environment a shell starts with, before its session's
+// own.
+func (m *Manager) baseEnv() []string {
+	env := append([]string{}, m.cfg.Env...)
+	if e := m.extraEnv.Load(); e != nil {
+		env = append(env, *e...)
+	}
+	return env
 }

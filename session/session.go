@@ -264,7 +264,7 @@ func boot(ctx context.Context, m *Manager, dir string, meta sessionMeta, extra s
 	s.statusRd = pollread.New(status, &m.polling)
 	go s.readLoop(s.statusRd, nil)
 
-	env := append(append([]string{}, m.cfg.Env...), "PATINA_SESSION_ID="+meta.ID, meta.Marker)
+	env := append(m.baseEnv(), "PATINA_SESSION_ID="+meta.ID, meta.Marker)
 	if err := m.cfg.Launcher.Start(ctx, Process{Argv: s.supervisorArgv(), Env: env, Dir: meta.Cwd}); err != nil {
 		s.teardown()
 		return nil, err

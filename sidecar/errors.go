@@ -11,6 +11,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -39,10 +40,10 @@ func status(err error) (int, string) {
 		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENAMETOOLONG),
 		errors.Is(err, session.ErrInvalid), errors.Is(err, worktree.ErrInvalidName),
 		errors.Is(err, worktree.ErrUnsupported), errors.Is(err, image.ErrInvalid),
-		errors.Is(err, workspace.ErrUnsupported):
+		errors.Is(err, workspace.ErrUnsupported), errors.Is(err, secrets.ErrInvalid):
 		return http.StatusBadRequest, client.CodeInvalid
 	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, session.ErrNotFound),
-		errors.Is(err, worktree.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		errors.Is(err, worktree.ErrNotFound), errors.Is(err, os.ErrNotExist), errors.Is(err, secrets.ErrNotFound):
 		return http.StatusNotFound, client.CodeNotFound
 	case errors.Is(err, session.ErrBusy):
 		return http.StatusConflict, client.CodeBusy

@@ -89,6 +89,11 @@ func (s *Service) routes() http.Handler {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
 
+	mux.HandleFunc("PUT /v1/secrets/{name}", s.handleSetSecret)
+	mux.HandleFunc("GET /v1/secrets", s.handleListSecrets)
+	mux.HandleFunc("GET /v1/secrets/{name}", s.handleGetSecret)
+	mux.HandleFunc("DELETE /v1/secrets/{name}", s.handleDeleteSecret)
+
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))

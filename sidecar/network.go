@@ -32,6 +32,7 @@ type boundary struct {
 	stateDir string
 	upstream string
 	refused  func(string, egress.Refusal)
+	hook     egress.TLSHook // the secrets' (nil: none)
 
 	mu   sync.Mutex
 	why  string // "" once enforced
@@ -100,7 +101,7 @@ func (b *boundary) setup(ctx context.Context) error {
 	for _, p := range []egressPorts{ports, {}} {
 		svc, err = egress.New(egress.Config{
 			Gateway: info.Gateway, ProxyPort: p.Proxy, DNSPort: p.DNS, Subnet: info.Subnet,
-			Upstream: upstream, Refused: b.refused, Logger: b.log,
+			Upstream: upstream, Refused: b.refused, TLS: b.hook, Logger: b.log,
 		})
 		if err != nil {
 			return err

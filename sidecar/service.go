@@ -21,6 +21,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -43,6 +44,7 @@ type Service struct {
 	docker DockerAPI
 	eng    engine
 	net    *boundary
+	vault  *secrets.Vault
 	mgr    *workspace.Manager
 	token  string
 
@@ -71,6 +73,13 @@ func New(cfg Config) (*Service, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// No log record holds a secret's value, or a secret_env value.
+	redactor := secrets.NewRedactor()
+	logger = slog.New(redactor.Handler(logger.Handler()))
+	vault, err := secrets.Open(secrets.Config{StateDir: abs, Redactor: redactor, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
+	}
 	if cfg.Docker == nil {
 		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 		if err != nil {
@@ -87,6 +96,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
 	nb := newBoundary(cfg, eng, abs, logger)
+	nb.hook = vault
 	images := imageEnsurer{m: image.New(image.Config{}, cfg.Docker, logger), log: logger}
 	disks, disksWhy := openDisks(cfg, eng, abs, logger)
 	mgr, err := workspace.New(workspace.Config{
@@ -103,6 +113,8 @@ func New(cfg Config) (*Service, error) {
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
 		Network:         nb,
+		Secrets:         vault,
+		Redactor:        redactor,
 		GitAuthor:       worktree.Signature{Name: cfg.GitAuthorName, Email: cfg.GitAuthorEmail},
 		Disks:           disks,
 		DisksWhy:        disksWhy,
@@ -119,6 +131,7 @@ func New(cfg Config) (*Service, error) {
 		docker: cfg.Docker,
 		eng:    eng,
 		net:    nb,
+		vault:  vault,
 		mgr:    mgr,
 		token:  tok,
 		done:   make(chan struct{}),

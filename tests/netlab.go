@@ -61,6 +61,8 @@ var Zone = map[string][]string{
 	"v6only.test":   {"203.0.113.9", "2001:db8:7::10"},
 	"v6evil.test":   {"fd00:ec2::254", "::ffff:169.254.169.254"},
 	"hostname.test": {"127.0.0.1"},
+	// A secret's host (tests/secrets_test.go): its server is on 9443.
+	"api.secret.test": {"203.0.113.10"},
 }
 
 // StartNetLab builds the lab, or fails the test; it is taken down at the

@@ -40,7 +40,11 @@ type ClientConfig struct {
 	HelloTimeout time.Duration
 	// KeepAlive is the connection's ping interval (default 10 s).
 	KeepAlive time.Duration
-	Logger    *slog.Logger
+	// Setup, if set, gives what each new connection's agent is told after
+	// hello, before any other call (nil: nothing). A setup that fails is
+	// logged; the connection is used all the same.
+	Setup  func() *SetupRequest
+	Logger *slog.Logger
 }
 
 // Client talks to one workspace's agent over one multiplexed connection,
@@ -242,6 +246,16 @@ func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello
 			err = fmt.Errorf("%w: hello: %v", ErrUnavailable, err)
 		}
 		return nil, Hello{}, offered, err
+	}
+	if c.cfg.Setup != nil {
+		if req := c.cfg.Setup(); req != nil {
+			var res SetupResult
+			if err := c.roundTrip(ctx, conn, mSetup, req, &res, 64<<10); err != nil {
+				c.log.Warn("the agent's setup failed: its new shells lack the workspace's environment", "err", err)
+			} else if res.Warning != "" {
+				c.log.Warn("the agent's setup", "warning", res.Warning)
+			}
+		}
 	}
 	return conn, h, offered, nil
 }

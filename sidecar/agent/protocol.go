@@ -39,6 +39,7 @@ const (
 	mGitReceive    = "git.receive"
 	mPortDial      = "port.dial"
 	mTermAttach    = "term.attach"
+	mSetup         = "setup"
 )
 
 // ProtocolVersion is sent in hello; an agent of another version is
@@ -230,6 +231,37 @@ type CreateSessionRequest struct {
 	ID  string            `json:"id,omitempty"`
 	Cwd string            `json:"cwd,omitempty"`
 	Env map[string]string `json:"env,omitempty"`
+}
+
+// SetupRequest is what the sidecar gives a workspace's agent after hello,
+// on every connection (so a new agent has it before any other call): the
+// environment added to every shell started from then on, and a CA its
+// TLS clients are to trust. Nothing of it goes into the container's
+// configuration.
+type SetupRequest struct {
+	Env   map[string]string `json:"env,omitempty"`
+	Trust *TrustSetup       `json:"trust,omitempty"`
+}
+
+// TrustSetup is a CA for the workspace's trust store: the agent writes it
+// (PEM) at CAPath, and at BundlePath the image's own roots followed by
+// it; then Env (the variables that name them) is added to the shells'
+// environment too.
+type TrustSetup struct {
+	CA         string            `json:"ca"`
+	CAPath     string            `json:"ca_path"`
+	BundlePath string            `json:"bundle_path"`
+	Env        map[string]string `json:"env,omitempty"`
+}
+
+// SetupResult says what could not be done.
+type SetupResult struct {
+	Warning string `json:"warning,omitempty"`
+}
+
+func (r *SetupResult) validate(int) error {
+	r.Warning = cleanText(r.Warning, maxNotice)
+	return nil
 }
 
 type sessionRef struct {

@@ -297,12 +297,14 @@ var handlers = map[string]handler{
 	mGitReceive:    (*Server).gitReceive,
 	mPortDial:      (*Server).portDial,
 	mTermAttach:    (*Server).termAttach,
+	mSetup:         (*Server).setup,
 }
 
 // beforeSetup are the calls that need nothing of the agent's setup (they
 // run no command and no git): a session's shell boots while the setup
 // runs, and the session's first command waits for what is left of it.
 var beforeSetup = map[string]bool{
+	mSetup:         true,
 	mSessionCreate: true,
 	mSessionList:   true,
 	mSessionGet:    true,

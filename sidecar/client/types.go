@@ -29,6 +29,17 @@ type CreateWorkspaceRequest struct {
 	Image string `json:"image,omitempty"`
 	// Env is set in the container (and so in every session).
 	Env map[string]string `json:"env,omitempty"`
+	// SecretEnv is set in every session's environment but never in the
+	// container's configuration, and its values are never shown (ws show,
+	// the API, the sidecar's logs, the workspace's log, docker inspect).
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	// Secrets names the secrets (PUT /v1/secrets/{name}) the workspace may
+	// use: requests it sends over HTTPS to a secret's hosts get the
+	// secret's header, set by the sidecar's egress proxy. The workspace
+	// never holds a value: an environment variable of the secret's name
+	// holds a placeholder, which the proxy swaps for the value in those
+	// requests' headers.
+	Secrets []string `json:"secrets,omitempty"`
 	// MemoryMB, CPUs and PidsLimit bound the container (0: the sidecar's
 	// defaults).
 	MemoryMB  int64   `json:"memory_mb,omitempty"`
@@ -86,11 +97,15 @@ type Workspace struct {
 	PidsLimit int64         `json:"pids_limit"`
 	// DiskMB is the size of its disk and DiskUsedMB how much of it is used
 	// (absent: no disk limit, see CreateWorkspaceRequest.DiskMB).
-	DiskMB      int64             `json:"disk_mb,omitempty"`
-	DiskUsedMB  *int64            `json:"disk_used_mb,omitempty"`
-	Env         map[string]string `json:"env,omitempty"`
-	ContainerID string            `json:"container_id,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
+	DiskMB     int64             `json:"disk_mb,omitempty"`
+	DiskUsedMB *int64            `json:"disk_used_mb,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	// SecretEnv are the names of its secret environment variables (never
+	// their values), Secrets the names of the secrets it holds.
+	SecretEnv   []string  `json:"secret_env,omitempty"`
+	Secrets     []string  `json:"secrets,omitempty"`
+	ContainerID string    `json:"container_id,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 	// Ports are its forwarded ports (POST /v1/workspaces/{id}/ports).
 	Ports []PortForward `json:"ports,omitempty"`
 	// ForkOf is the id of the workspace it was forked from, if it was.
@@ -437,6 +452,9 @@ type ForkWorkspaceRequest struct {
 	// Name names the new workspace (and its branch patina/<name>);
 	// generated when empty.
 	Name string `json:"name,omitempty"`
+	// KeepSecrets gives the fork the secrets its source holds (without
+	// it, it holds none).
+	KeepSecrets bool `json:"keep_secrets,omitempty"`
 }
 
 // TerminalMessage is a text message of a terminal WebSocket

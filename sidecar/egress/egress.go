@@ -71,7 +71,11 @@ type Refusal struct {
 // what the workspace must not hold (credentials) to its requests: a
 // TLS-terminating hook per (workspace, host). It is asked only about
 // connections already allowed; whatever it does, it reaches the server
-// only through dial, which connects to the address the policy checked.
+// only through dial, which connects to an address the policy allows (the
+// one the workspace connected to when it was allowed by address, else the
+// name resolved by the proxy), checked again at each dial. The
+// connections dial makes belong to the client's: they are re-checked when
+// the policy changes and cut with it.
 type TLSHook interface {
 	// Wants reports whether any TLS connection of the workspace may be
 	// taken over (the proxy then reads the server name in every mode).

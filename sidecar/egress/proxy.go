@@ -19,6 +19,10 @@ type flow struct {
 	client *net.TCPConn
 	mu     sync.Mutex
 	up     net.Conn
+	// hooked are the upstream connections a TLSHook opened for the flow
+	// (several for one client connection: HTTP/1.1 and HTTP/2 upstream),
+	// cut with it.
+	hooked map[net.Conn]struct{}
 	closed bool
 	dst    netip.AddrPort // the upstream address
 	name   string         // the name it was allowed by ("": its address)
@@ -48,7 +52,8 @@ func (f *flow) end(cut bool) {
 		return
 	}
 	f.closed = true
-	up := f.up
+	up, hooked := f.up, f.hooked
+	f.hooked = nil
 	f.mu.Unlock()
 	if cut {
 		_ = f.client.SetLinger(0)
@@ -57,6 +62,30 @@ func (f *flow) end(cut bool) {
 	if up != nil {
 		up.Close()
 	}
+	for c := range hooked {
+		c.Close()
+	}
+}
+
+// addHooked records an upstream connection a hook opened: it is closed
+// with the flow (false: the flow is over already).
+func (f *flow) addHooked(c net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	if f.hooked == nil {
+		f.hooked = map[net.Conn]struct{}{}
+	}
+	f.hooked[c] = struct{}{}
+	return true
+}
+
+func (f *flow) dropHooked(c net.Conn) {
+	f.mu.Lock()
+	delete(f.hooked, c)
+	f.mu.Unlock()
 }
 
 func (s *Service) serve(ctx context.Context, ln *net.TCPListener) {

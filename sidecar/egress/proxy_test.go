@@ -80,13 +80,16 @@ func startTestDNS(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-func newTestNet(t *testing.T) *testNet {
+func newTestNet(t *testing.T) *testNet { return newTestNetWith(t, nil) }
+
+// newTestNetWith is newTestNet with its config changed by edit.
+func newTestNetWith(t *testing.T, edit func(*Config)) *testNet {
 	t.Helper()
 	n := &testNet{t: t, events: make(chan string, 100), routes: map[netip.Addr]bool{
 		netip.MustParseAddr("203.0.113.10"): true, netip.MustParseAddr("2001:db8::10"): true,
 		netip.MustParseAddr("10.0.0.1"): true,
 	}}
-	svc, err := New(Config{
+	cfg := Config{
 		Gateway:     netip.MustParseAddr("127.0.0.1"),
 		Subnet:      netip.MustParsePrefix("10.213.7.0/24"),
 		Upstream:    startTestDNS(t),
@@ -105,7 +108,11 @@ func newTestNet(t *testing.T) *testNet {
 			return d.DialContext(ctx, "tcp", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port()).String())
 		},
 		Refused: func(id string, r Refusal) { n.events <- id + ": " + r.Dest + ": " + r.Rule },
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,9 @@ func (s *Service) handleTLS(ctx context.Context, m *member, f *flow, orig netip.
 			reset(f.client)
 			return
 		}
-		if nameErr == nil && s.hookTLS(ctx, m, f, name, replay, func(ctx context.Context) (net.Conn, error) {
-			return s.cfg.Dial(ctx, orig)
+		if nameErr == nil && s.hookTLS(ctx, m, f, name, "", replay, func(ctx context.Context) (net.Conn, netip.AddrPort, error) {
+			c, err := s.cfg.Dial(ctx, orig)
+			return c, orig, err
 		}) {
 			return
 		}
@@ -112,38 +113,77 @@ func (s *Service) handleTLS(ctx context.Context, m *member, f *flow, orig netip.
 		reset(f.client)
 		return
 	}
+	// The hook first (it says at once, having read nothing, whether it
+	// wants the connection): each of its upstream connections is resolved
+	// and checked by the policy of the moment.
+	if s.hookTLS(ctx, m, f, name, name, replay, func(ctx context.Context) (net.Conn, netip.AddrPort, error) {
+		c, ap, r := s.dialName(ctx, s.policy(m), name, orig.Port())
+		if r != nil {
+			s.refused(m, dest, r.rule)
+			return nil, ap, r
+		}
+		return c, ap, nil
+	}) {
+		return
+	}
 	up, ap, r := s.dialName(ctx, p, name, orig.Port())
 	if r != nil {
 		s.refused(m, dest, r.rule)
 		reset(f.client)
 		return
 	}
-	if s.cfg.TLS != nil && s.cfg.TLS.Wants(m.id) {
-		up.Close()
-		if s.hookTLS(ctx, m, f, name, replay, func(ctx context.Context) (net.Conn, error) {
-			c, _, r := s.dialName(ctx, s.policy(m), name, orig.Port())
-			if r != nil {
-				return nil, r
-			}
-			return c, nil
-		}) {
-			return
-		}
-		if up, ap, r = s.dialName(ctx, p, name, orig.Port()); r != nil {
-			reset(f.client)
-			return
-		}
-	}
 	s.carry(m, f, up, ap, name, replay)
 }
 
-// hookTLS offers an allowed TLS connection to the hook.
-func (s *Service) hookTLS(ctx context.Context, m *member, f *flow, name string, replay []byte, dial func(context.Context) (net.Conn, error)) bool {
+// hookTLS offers an allowed TLS connection to the hook. Each upstream
+// connection the hook opens through dial is recorded in the flow: checked
+// again against the policy of the moment (by checkName, "" for by
+// address), re-checked when the policy changes, and cut with the flow.
+func (s *Service) hookTLS(ctx context.Context, m *member, f *flow, name, checkName string, replay []byte, dial func(context.Context) (net.Conn, netip.AddrPort, error)) bool {
 	if s.cfg.TLS == nil || !s.cfg.TLS.Wants(m.id) {
 		return false
 	}
+	tracked := func(ctx context.Context) (net.Conn, error) {
+		c, ap, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		f.dst, f.name = ap, checkName
+		r := s.check(m.policy, ap, checkName)
+		s.mu.Unlock()
+		if r != nil {
+			c.Close()
+			return nil, r
+		}
+		if !f.addHooked(c) {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		return &hookedConn{Conn: c, f: f}, nil
+	}
 	rc := &replayConn{TCPConn: f.client, r: io.MultiReader(bytes.NewReader(replay), f.client)}
-	return s.cfg.TLS.HandleTLS(ctx, m.id, name, rc, dial)
+	return s.cfg.TLS.HandleTLS(ctx, m.id, name, rc, tracked)
+}
+
+// hookedConn is an upstream connection of a hook, forgotten by its flow
+// once closed.
+type hookedConn struct {
+	net.Conn
+	f *flow
+}
+
+func (c *hookedConn) Close() error {
+	c.f.dropHooked(c.Conn)
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes, where the connection can.
+func (c *hookedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // replayConn reads bytes already read first.
@@ -153,6 +193,9 @@ type replayConn struct {
 }
 
 func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// WriteTo hides the TCP connection's own, which would skip the replay.
+func (c *replayConn) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, c.r) }
 
 // pipeChecked connects to orig if p allows it by address, else refuses.
 func (s *Service) pipeChecked(ctx context.Context, m *member, f *flow, p Policy, orig netip.AddrPort, replay []byte) {

@@ -195,7 +195,7 @@ func (w *workspace) adopt(ctx context.Context) {
 	if status == client.StatusRunning {
 		w.agent = w.newAgentClient()
 	}
-	w.log = newEventLog(w.sink(), m.log)
+	w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
 	c := w.agent
 	w.mu.Unlock()
 	if c != nil {

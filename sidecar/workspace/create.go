@@ -18,6 +18,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
+	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -54,6 +55,9 @@ func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
 		if containsNUL(v) {
 			return fmt.Errorf("%w: env: the value of %s contains a NUL byte", ErrInvalid, k)
 		}
+	}
+	if err := m.checkSecrets(req.Secrets, req.SecretEnv, req.Env); err != nil {
+		return err
 	}
 	switch {
 	case req.MemoryMB < 0 || (req.MemoryMB > 0 && req.MemoryMB < 6) || req.MemoryMB > maxMemoryMB:
@@ -120,6 +124,9 @@ type forkPlan struct {
 	// before its container is created; it may change its meta (the image)
 	// and add undo steps.
 	prepare func(ctx context.Context, w *workspace, undo *[]func()) error
+	// grants are the source's, with their placeholders (its sessions'
+	// state holds them), when the fork keeps its secrets.
+	grants []secrets.Grant
 }
 
 func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest, fork *forkPlan) (client.Workspace, error) {
@@ -155,6 +162,8 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		CPUs:         req.CPUs,
 		PidsLimit:    req.PidsLimit,
 		Env:          req.Env,
+		SecretEnv:    req.SecretEnv,
+		Secrets:      grantsFor(req.Secrets),
 		DiskMB:       req.DiskMB,
 		CreatedAt:    time.Now().UTC(),
 		AgentToken:   randomHex(32),
@@ -221,6 +230,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 	switch {
 	case fork != nil:
 		w.meta.ForkOf = fork.from
+		w.meta.Secrets = fork.grants
 		if err := fork.prepare(ctx, w, &undo); err != nil {
 			return fail(err)
 		}
@@ -267,7 +277,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 	}
 	w.mu.Lock()
 	w.status = client.StatusRunning
-	w.log = newEventLog(w.sink(), m.log)
+	w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
 	w.mu.Unlock()
 	if err := w.save(ctx); err != nil {
 		return fail(err)

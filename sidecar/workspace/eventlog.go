@@ -23,6 +23,7 @@ import (
 // the count is logged instead of them.
 type eventLog struct {
 	sink    logSink
+	redact  func(string) string
 	log     *slog.Logger
 	ch      chan worktree.Event
 	sync    chan chan struct{}
@@ -42,9 +43,10 @@ type logSink interface {
 	read(ctx context.Context) ([]worktree.Event, error)
 }
 
-func newEventLog(sink logSink, logger *slog.Logger) *eventLog {
+func newEventLog(sink logSink, logger *slog.Logger, redact func(string) string) *eventLog {
 	l := &eventLog{
 		sink:    sink,
+		redact:  redact,
 		log:     logger,
 		ch:      make(chan worktree.Event, 4096),
 		sync:    make(chan chan struct{}),
@@ -55,10 +57,13 @@ func newEventLog(sink logSink, logger *slog.Logger) *eventLog {
 	return l
 }
 
-// add queues an event (never blocks).
+// add queues an event (never blocks), without a secret value in it.
 func (l *eventLog) add(ev worktree.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now().UTC()
+	}
+	if l.redact != nil {
+		ev.Message = l.redact(ev.Message)
 	}
 	select {
 	case l.ch <- ev:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -73,15 +74,24 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 		}
 	}
 	netw := md.policy().Wire()
+	// Its secret environment comes along (its sessions' state holds it
+	// anyway); its secrets only when asked.
 	creq := client.CreateWorkspaceRequest{
-		Name: req.Name, Repo: md.Repo, Base: base, Image: md.Image, Env: md.Env,
+		Name: req.Name, Repo: md.Repo, Base: base, Image: md.Image, Env: md.Env, SecretEnv: md.SecretEnv,
 		MemoryMB: md.MemoryMB, CPUs: md.CPUs, PidsLimit: md.PidsLimit, Network: &netw, IdleStop: md.IdleStop,
+	}
+	var grants []secrets.Grant
+	if req.KeepSecrets {
+		grants = md.Secrets
+		for _, g := range grants {
+			creq.Secrets = append(creq.Secrets, g.Name)
+		}
 	}
 	if err := m.validateCreate(&creq); err != nil {
 		return client.Workspace{}, err
 	}
 	creq.DiskMB = md.DiskMB // a clone of the source's disk, or none as it has none
-	plan := &forkPlan{from: md.ID, prepare: func(ctx context.Context, w *workspace, undo *[]func()) error {
+	plan := &forkPlan{from: md.ID, grants: grants, prepare: func(ctx context.Context, w *workspace, undo *[]func()) error {
 		if md.DiskMB > 0 {
 			return m.forkDisk(ctx, md, w, undo)
 		}

@@ -196,7 +196,7 @@ func (w *workspace) start(ctx context.Context) error {
 	w.why = ""
 	w.meta.Stopped = false
 	if w.log == nil {
-		w.log = newEventLog(w.sink(), m.log)
+		w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
 	}
 	w.mu.Unlock()
 	w.logEvent(worktree.Event{Kind: "started"})

@@ -168,10 +168,15 @@ func (m *Manager) unreserve(name string) {
 	m.mu.Unlock()
 }
 
+// register makes a workspace known (its secrets too).
 func (m *Manager) register(w *workspace) {
+	w.mu.Lock()
+	md := w.meta
+	w.mu.Unlock()
+	m.holdSecrets(md)
 	m.mu.Lock()
-	m.workspaces[w.meta.ID] = w
-	m.names[w.meta.Name] = w.meta.ID
+	m.workspaces[md.ID] = w
+	m.names[md.Name] = md.ID
 	m.mu.Unlock()
 }
 
@@ -182,6 +187,7 @@ func (m *Manager) unregister(w *workspace) {
 		delete(m.names, w.meta.Name)
 	}
 	m.mu.Unlock()
+	m.dropSecrets(w.meta.ID)
 }
 
 // repo opens (once) the user's repository at path.

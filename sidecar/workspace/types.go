@@ -9,6 +9,7 @@ import (
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
+	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -103,6 +104,15 @@ type Config struct {
 	// Network holds workspaces to their network policies (default: none
 	// enforced, so only network none).
 	Network Network
+	// Secrets keeps the credentials workspaces may be granted (default:
+	// none); Redactor takes their values, and secret_env's, out of the
+	// workspaces' event logs (default: a new one).
+	Secrets  Secrets
+	Redactor *secrets.Redactor
+	// TrustDir is where, inside a workspace granted secrets, its agent
+	// writes patina's CA and the bundle of trusted roots
+	// (secrets.TrustDir; tests, whose agents run on the host, move it).
+	TrustDir string
 	// GitAuthor signs patina's commits.
 	GitAuthor worktree.Signature
 	// Logger (default: discard).
@@ -158,6 +168,15 @@ func (c Config) withDefaults() Config {
 	if c.Network == nil {
 		c.Network = noNetwork{why: "it was started without a network boundary"}
 	}
+	if c.Secrets == nil {
+		c.Secrets = noSecrets{}
+	}
+	if c.Redactor == nil {
+		c.Redactor = secrets.NewRedactor()
+	}
+	if c.TrustDir == "" {
+		c.TrustDir = secrets.TrustDir
+	}
 	return c
 }
 
@@ -201,6 +220,11 @@ type meta struct {
 	CPUs         float64           `json:"cpus"`
 	PidsLimit    int64             `json:"pids_limit"`
 	Env          map[string]string `json:"env,omitempty"`
+	// SecretEnv is set in the sessions' environment by the agent, never in
+	// the container's configuration; Secrets are the secrets it holds and
+	// their placeholders.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	Secrets   []secrets.Grant   `json:"secrets,omitempty"`
 	// ContainerID is the current container.
 	ContainerID string    `json:"container_id,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -212,6 +214,10 @@ func (w *workspace) viewOfRecord() client.Workspace {
 	}
 	v.ForkOf = md.ForkOf
 	v.Placement = md.Placement
+	v.SecretEnv = slices.Sorted(maps.Keys(md.SecretEnv))
+	for _, g := range md.Secrets {
+		v.Secrets = append(v.Secrets, g.Name)
+	}
 	if d := w.idleStopLocked(); d > 0 {
 		v.IdleStop = d.String()
 	}
@@ -339,6 +345,7 @@ func (w *workspace) newAgentClient() *agent.Client {
 		Token:       token,
 		Dial:        func(ctx context.Context) (net.Conn, error) { return w.m.eng.DialAgent(ctx, w.containerID()) },
 		Recover:     w.recoverAgent,
+		Setup:       w.agentSetup,
 		OutputLimit: w.m.cfg.OutputLimit,
 		Logger:      w.m.cfg.Logger,
 	})

@@ -33,6 +33,8 @@ type fakeSidecar struct {
 	// diff and commit are the answers of diff and commit.
 	diff   client.Diff
 	commit client.CommitResult
+	// secretReqs are the PUT /v1/secrets/{name} bodies, by name.
+	secretReqs map[string]client.SetSecretRequest
 }
 
 func newFakeSidecar(t *testing.T) *fakeSidecar {
@@ -59,6 +61,18 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 			return
 		}
 		writeFakeJSON(w, http.StatusOK, f.workspaces[0])
+	})
+	mux.HandleFunc("PUT /v1/secrets/{name}", func(w http.ResponseWriter, r *http.Request) {
+		var req client.SetSecretRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		if f.secretReqs == nil {
+			f.secretReqs = map[string]client.SetSecretRequest{}
+		}
+		f.secretReqs[r.PathValue("name")] = req
+		f.mu.Unlock()
+		name, _, _ := strings.Cut(req.Header, ":")
+		writeFakeJSON(w, http.StatusOK, client.Secret{Name: r.PathValue("name"), Hosts: req.Hosts, Header: name, UpdatedAt: testNow})
 	})
 	mux.HandleFunc("DELETE /v1/workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if !f.known(w, r) {

@@ -142,7 +142,7 @@ func TestPrintWorkspace(t *testing.T) {
 		ID: "abc", Name: "demo", Status: "running", Repo: "/src/app", Branch: "patina/demo",
 		Base: "refs/heads/main", BaseCommit: "0123456789abcdef", Worktree: "/state/wt/demo",
 		Image: "patina/base:bookworm", ContainerID: "0123456789abcdef0123", Network: client.NetworkPolicy{Mode: "none"},
-		MemoryMB: 512, CPUs: 1.5, PidsLimit: 100, Env: map[string]string{"B": "2", "A": "1"},
+		MemoryMB: 512, CPUs: 1.5, PidsLimit: 100, Env: map[string]string{"B": "2", "A": "1"}, SecretEnv: []string{"TOKEN"}, Secrets: []string{"GH", "NPM"},
 		CreatedAt: testNow.Add(-time.Hour),
 	}
 	var b bytes.Buffer
@@ -155,7 +155,8 @@ func TestPrintWorkspace(t *testing.T) {
 		"Base:      refs/heads/main 0123456789\n",
 		"Container: 0123456789ab\n",
 		"Limits:    512 MB memory, 1.5 CPUs, 100 processes\n",
-		"Env:       A=1 B=2\n",
+		"Env:       A=1 B=2 TOKEN=(secret)\n",
+		"Secrets:   GH NPM\n",
 		"(1 hour ago)\n",
 	} {
 		if !strings.Contains(got, exp) {

@@ -60,7 +60,7 @@ exits with its command's status.`,
 		c.GroupID = "sidecar"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newWsCmd(a), newExecCmd(a), newAttachCmd(a), newSessionsCmd(a), newHistoryCmd(a)} {
+	for _, c := range []*cobra.Command{newWsCmd(a), newExecCmd(a), newAttachCmd(a), newSessionsCmd(a), newHistoryCmd(a), newSecretCmd(a)} {
 		c.GroupID = "work"
 		root.AddCommand(c)
 	}

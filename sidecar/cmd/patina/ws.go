@@ -78,7 +78,8 @@ func printWorkspace(w io.Writer, ws client.Workspace, now time.Time) error {
 		{"Container", shortID(ws.ContainerID)},
 		{"Network", ws.Network.String()},
 		{"Limits", limits(ws)},
-		{"Env", envList(ws.Env)},
+		{"Env", envList(ws.Env, ws.SecretEnv)},
+		{"Secrets", strings.Join(ws.Secrets, " ")},
 		{"Created", created},
 	}
 	if ws.Repo == "" {
@@ -109,14 +110,21 @@ func limits(ws client.Workspace) string {
 	return strings.Join(parts, ", ")
 }
 
-func envList(env map[string]string) string {
-	keys := make([]string, 0, len(env))
+// envList is the environment as K=V words; a secret variable shows its
+// name only.
+func envList(env map[string]string, secret []string) string {
+	keys := make([]string, 0, len(env)+len(secret))
 	for k := range env {
 		keys = append(keys, k)
 	}
+	keys = append(keys, secret...)
 	sort.Strings(keys)
 	for i, k := range keys {
-		keys[i] = cell(k + "=" + env[k])
+		if v, ok := env[k]; ok {
+			keys[i] = cell(k + "=" + v)
+		} else {
+			keys[i] = k + "=(secret)"
+		}
 	}
 	return strings.Join(keys, " ")
 }

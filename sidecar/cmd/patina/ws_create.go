@@ -15,7 +15,7 @@ type wsCreateOptions struct {
 	name, repo, base, image, network string
 	idleStop                         string
 	placement, allow                 []string
-	env                              []string
+	env, secretEnv, secrets          []string
 	memoryMB, pids, diskMB           int64
 	cpus                             float64
 	json                             bool
@@ -41,6 +41,7 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 		Example: `  patina ws create --name fix-tests --repo .
   patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192 --disk 20480
   patina ws create --network none --json        # a scratch workspace without network
+  patina ws create --repo . --secret GH_TOKEN --secret-env DB_PASSWORD="$(pass db)"
   patina ws create --repo . --allow pypi.org --allow '*.pythonhosted.org'   # only those hosts`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,6 +67,8 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 	f.StringVar(&o.base, "base", "", "the ref the branch starts from (default: the repository's HEAD)")
 	f.StringVar(&o.image, "image", "", "the container image (default: the sidecar's, patina/base:bookworm)")
 	f.StringArrayVar(&o.env, "env", nil, "set `KEY=VALUE` in the container (repeatable)")
+	f.StringArrayVar(&o.secretEnv, "secret-env", nil, "set `KEY=VALUE` in every session, never in the container's configuration, the value never shown (repeatable)")
+	f.StringArrayVar(&o.secrets, "secret", nil, "let the workspace use secret `NAME` (patina secret set): its HTTPS requests to the secret's hosts get its header; NAME holds a placeholder inside (repeatable)")
 	f.Int64Var(&o.memoryMB, "memory", 0, "memory limit in MB (default: the sidecar's, 4096)")
 	f.Float64Var(&o.cpus, "cpus", 0, "CPU limit, e.g. 1.5 (default: the sidecar's, 2)")
 	f.Int64Var(&o.pids, "pids", 0, "process limit (default: the sidecar's, 4096)")
@@ -122,6 +125,10 @@ func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 		return req, err
 	}
 	req.Env = env
+	if req.SecretEnv, err = parseEnvFlag("--secret-env", o.secretEnv, true); err != nil {
+		return req, err
+	}
+	req.Secrets = o.secrets
 	return req, nil
 }
 
@@ -129,18 +136,29 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // parseEnv parses KEY=VALUE pairs (the value may be empty or contain "=");
 // a later pair wins over an earlier one with the same key.
-func parseEnv(pairs []string) (map[string]string, error) {
+func parseEnv(pairs []string) (map[string]string, error) { return parseEnvFlag("--env", pairs, false) }
+
+// parseEnvFlag is parseEnv for a flag; a secret pair's value is never
+// shown in an error.
+func parseEnvFlag(flag string, pairs []string, secret bool) (map[string]string, error) {
 	if len(pairs) == 0 {
 		return nil, nil
 	}
 	env := make(map[string]string, len(pairs))
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
+		shown := p
+		if secret {
+			shown = k + "=…"
+		}
 		if !ok {
-			return nil, usagef("--env %q: want KEY=VALUE", p)
+			if secret {
+				return nil, usagef("%s: want KEY=VALUE", flag)
+			}
+			return nil, usagef("%s %q: want KEY=VALUE", flag, shown)
 		}
 		if !envName.MatchString(k) {
-			return nil, usagef("--env %q: %q is not a variable name (letters, digits and _, not starting with a digit)", p, k)
+			return nil, usagef("%s %q: %q is not a variable name (letters, digits and _, not starting with a digit)", flag, shown, k)
 		}
 		env[k] = v
 	}

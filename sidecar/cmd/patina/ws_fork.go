@@ -9,8 +9,9 @@ import (
 
 func newWsForkCmd(a *app) *cobra.Command {
 	var (
-		name   string
-		asJSON bool
+		name        string
+		asJSON      bool
+		keepSecrets bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fork SRC --name DST",
@@ -29,14 +30,16 @@ Processes running in SRC (servers, background jobs, a command in flight) are
 not carried: DST's sessions start new shells. SRC keeps running and is not
 changed (its container is paused for the moment it is committed). A stopped SRC
 is forked as it was when it stopped. DST gets SRC's image settings, limits,
-environment, network and idle-stop; deleting it also removes the image
-committed for it.`,
+environment (its secret environment too: SRC's sessions hold it), network and
+idle-stop, but none of the secrets SRC holds unless --keep-secrets; deleting it
+also removes the image committed for it.`,
 		Example: `  patina ws fork fix-tests --name fix-tests-b
-  patina ws fork fix-tests --name try-2 --json`,
+  patina ws fork fix-tests --name try-2 --json
+  patina ws fork fix-tests --name try-3 --keep-secrets`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				ws, err := c.ForkWorkspace(ctx, args[0], client.ForkWorkspaceRequest{Name: name})
+				ws, err := c.ForkWorkspace(ctx, args[0], client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets})
 				if err != nil {
 					return err
 				}
@@ -49,5 +52,6 @@ committed for it.`,
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the new workspace's name, also its branch patina/<name> (default: generated)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new workspace as JSON")
+	cmd.Flags().BoolVar(&keepSecrets, "keep-secrets", false, "give DST the secrets SRC holds (without it, DST holds none)")
 	return cmd
 }

@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func testCAPEM(t *testing.T) string {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// A client with Setup tells every agent it connects to (a new one too)
+// the environment of its new shells and the trust store to write, before
+// any other call.
+func TestSetupEnvAndTrust(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	ca := testCAPEM(t)
+	var calls atomic.Int32
+	req := &SetupRequest{
+		Env: map[string]string{"GH": "patina-placeholder-1", "TOKEN": "s3cret value"},
+		Trust: &TrustSetup{CA: ca, CAPath: filepath.Join(dir, "tls", "ca.pem"), BundlePath: filepath.Join(dir, "tls", "bundle.pem"),
+			Env: map[string]string{"SSL_CERT_FILE": filepath.Join(dir, "tls", "bundle.pem")}},
+	}
+	c := NewClient(ClientConfig{WorkspaceID: "ws1", Token: "tok", Logger: f.log,
+		Setup: func() *SetupRequest { calls.Add(1); return req },
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			f.mu.Lock()
+			addr := f.addr
+			f.mu.Unlock()
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", addr)
+		}})
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	run := func(sid, cmd string) string {
+		t.Helper()
+		res, err := c.Exec(ctx, ExecRequest{Session: sid, Command: cmd, Ensure: true, Cwd: f.work}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Stdout.Data)
+	}
+	if got := run("a", `echo "$GH|$TOKEN|$SSL_CERT_FILE"`); got != "patina-placeholder-1|s3cret value|"+req.Trust.BundlePath+"\n" {
+		t.Fatalf("exp the setup's environment in a new session, got %q", got)
+	}
+	bundle, err := os.ReadFile(req.Trust.BundlePath)
+	if err != nil || !strings.HasSuffix(string(bundle), ca) {
+		t.Fatalf("exp the bundle to end with the CA, got %v:\n%s", err, bundle)
+	}
+	if b, _ := os.ReadFile(req.Trust.CAPath); string(b) != ca {
+		t.Fatalf("exp the CA alone at CAPath, got %q", b)
+	}
+	// A new agent (the old one died) is told again, before the next call.
+	f.stop()
+	f.start(t, filepath.Dir(f.work))
+	req = &SetupRequest{Env: map[string]string{"GH": "patina-placeholder-2"}}
+	if got := run("b", `echo "$GH|${TOKEN-unset}"`); got != "patina-placeholder-2|unset\n" {
+		t.Fatalf("exp the new agent's setup in a new session, got %q", got)
+	}
+	if calls.Load() < 2 {
+		t.Fatalf("exp a setup per connection, got %d", calls.Load())
+	}
+}
+
+// A setup the agent cannot take is refused, changing nothing.
+func TestSetupRefusesBadInput(t *testing.T) {
+	for _, req := range []SetupRequest{
+		{Env: map[string]string{"1BAD": "x"}},
+		{Env: map[string]string{"OK": "a\x00b"}},
+		{Trust: &TrustSetup{CA: "not a PEM", CAPath: "/tmp/x/ca.pem", BundlePath: "/tmp/x/b.pem"}},
+		{Trust: &TrustSetup{CA: testCAPEM(t), CAPath: "relative/ca.pem", BundlePath: "/tmp/x/b.pem"}},
+		{Trust: &TrustSetup{CA: testCAPEM(t), CAPath: "/tmp/x/../ca.pem", BundlePath: "/tmp/x/b.pem"}},
+	} {
+		if err := req.check(); err == nil {
+			t.Errorf("exp %+v refused", req)
+		}
+	}
+}
