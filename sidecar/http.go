@@ -61,6 +61,11 @@ func (s *Service) routeTable() []route {
 		{"GET /v1/workspaces/{id}/ports", s.handleListPorts},
 		{"DELETE /v1/workspaces/{id}/ports/{port}", s.handleClosePort},
 		{"DELETE /v1/workspaces/{id}/ports", s.handleClosePort},
+
+		{"PUT /v1/secrets/{name}", s.handleSetSecret},
+		{"GET /v1/secrets", s.handleListSecrets},
+		{"GET /v1/secrets/{name}", s.handleGetSecret},
+		{"DELETE /v1/secrets/{name}", s.handleDeleteSecret},
 	}
 }
 
@@ -88,11 +93,6 @@ func (s *Service) routes() http.Handler {
 	for _, r := range s.routeTable() {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
-
-	mux.HandleFunc("PUT /v1/secrets/{name}", s.handleSetSecret)
-	mux.HandleFunc("GET /v1/secrets", s.handleListSecrets)
-	mux.HandleFunc("GET /v1/secrets/{name}", s.handleGetSecret)
-	mux.HandleFunc("DELETE /v1/secrets/{name}", s.handleDeleteSecret)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
