@@ -206,7 +206,13 @@ func (e *fakeEngine) List(ctx context.Context) ([]container.Owned, error) {
 
 func (e *fakeEngine) Watch(ctx context.Context, fn func(string, string, string)) { <-ctx.Done() }
 
-func socketName(cid string) string { return "@patina-fake-engine-" + cid }
+// socketName is a fake container's agent socket: abstract sockets are
+// shared by every process of the network namespace, so the name holds this
+// test process's pid (two runs of these tests at once, or a test whose
+// workspace id is fixed, must not meet).
+func socketName(cid string) string {
+	return fmt.Sprintf("@patina-fake-engine-%d-%s", os.Getpid(), cid)
+}
 
 func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.AgentStart) error {
 	e.mu.Lock()
