@@ -59,7 +59,7 @@ func TestRunTiny(t *testing.T) {
 	if rep.RSS.StartBytes <= 0 || rep.RSS.IdleBytes <= 0 || rep.RSS.Sessions != 3 {
 		t.Errorf("unexpected RSS: %+v", rep.RSS)
 	}
-	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 9 {
+	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 10 {
 		t.Errorf("unexpected figures: %+v", rep)
 	}
 	if rep.AgentRSSBytes <= 0 || rep.RSS.AfterLoadBytes <= 0 || rep.Stream.Bytes != 5<<20 || rep.Diff.MS <= 0 ||
