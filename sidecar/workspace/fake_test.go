@@ -12,9 +12,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/sessiontest"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/container"
@@ -229,7 +231,13 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.Age
 		e.stopLocked(c, false)
 		c.running = true
 	}
+	// The agent it replaces lets go of its socket as its Serve returns:
+	// wait for that, as a real takeover does.
 	ln, err := net.Listen("unix", socketName(cid))
+	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		ln, err = net.Listen("unix", socketName(cid))
+	}
 	if err != nil {
 		return err
 	}
@@ -244,7 +252,7 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.Age
 	if c.spec.Files != "" {
 		workdir = c.spec.Files
 	}
-	srv, err := agent.NewServer(actx, agent.ServerConfig{
+	cfg := agent.ServerConfig{
 		WorkspaceID:    a.WorkspaceID,
 		Token:          a.Token,
 		StateDir:       filepath.Join(c.dir, "state"),
@@ -252,7 +260,15 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.Age
 		InterruptGrace: 200 * time.Millisecond,
 		Launcher:       c.procs,
 		Git:            remapGit{agent.WorkspaceGit(workdir, filepath.Join(c.dir, "state"), slog.New(slog.DiscardHandler)), c.spec},
-	})
+	}
+	srv, err := agent.NewServer(actx, cfg)
+	// The agent of this workspace's previous container may still be
+	// letting go of the sessions' directory (its Close runs on): wait for
+	// it, as a new container's agent would find the old one gone.
+	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, session.ErrLocked) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		srv, err = agent.NewServer(actx, cfg)
+	}
 	if err != nil {
 		ln.Close()
 		cancel()
