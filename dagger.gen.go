@@ -251,7 +251,7 @@ func invoke(ctx context.Context, parentJSON []byte, parentName string, fnName st
 					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg version", err))
 				}
 			}
-			return (*Patina).Build(&parent, platform, version)
+			return (*Patina).Build(&parent, ctx, platform, version)
 		case "BuildImage":
 			var parent Patina
 			err = json.Unmarshal(parentJSON, &parent)
@@ -272,7 +272,7 @@ func invoke(ctx context.Context, parentJSON []byte, parentName string, fnName st
 					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg version", err))
 				}
 			}
-			return (*Patina).BuildImage(&parent, platform, version)
+			return (*Patina).BuildImage(&parent, ctx, platform, version)
 		case "Lint":
 			var parent Patina
 			err = json.Unmarshal(parentJSON, &parent)
@@ -389,7 +389,14 @@ func invoke(ctx context.Context, parentJSON []byte, parentName string, fnName st
 					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg base", err))
 				}
 			}
-			return (*PatinaWorkspace).Create(&parent, ctx, repo, base)
+			var image string
+			if inputArgs["image"] != nil {
+				err = json.Unmarshal([]byte(inputArgs["image"]), &image)
+				if err != nil {
+					panic(fmt.Errorf("%s: %w", "failed to unmarshal input arg image", err))
+				}
+			}
+			return (*PatinaWorkspace).Create(&parent, ctx, repo, base, image)
 		case "Delete":
 			var parent PatinaWorkspace
 			err = json.Unmarshal(parentJSON, &parent)

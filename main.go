@@ -10,20 +10,22 @@
 // Workspace drives a running patina sidecar (`patina serve` on the host,
 // reached with --sidecar tcp://localhost:7070 --token env:PATINA_TOKEN):
 // create, list, exec, diff, commit, merge and delete workspaces. What those
-// functions do is in internal/wsglue, tested against a real sidecar; here
+// functions do is in internal/daggerws, tested against a real sidecar; here
 // they only resolve the service's endpoint and the token secret.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/patina-dev/patina/internal/dagger"
+	"github.com/patina-dev/patina/internal/daggerws"
 	"github.com/patina-dev/patina/internal/pipeline"
-	"github.com/patina-dev/patina/internal/wsglue"
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // Patina is the patina project: its source and the functions on it.
@@ -44,9 +46,10 @@ type Patina struct {
 // resolve instead (a mirror's name, a local registry's digest).
 func New(
 	// The patina repository. Defaults to the directory holding dagger.json,
-	// without .git, a root-level patina binary and test binaries.
+	// without .git, a root-level patina binary, test binaries and what
+	// README's example calls export into it.
 	// +defaultPath="/"
-	// +ignore=[".git", "patina", "**/*.test", "**/*.out", "**/.DS_Store"]
+	// +ignore=[".git", "patina", "**/*.test", "**/*.out", "**/.DS_Store", "patina-arm64", "patina-fix-tests", "fix-tests-files", "fix-tests.patch"]
 	source *dagger.Directory,
 	// The Go toolchain image that build, test and lint run in: Debian-based,
 	// with Go, git and bash (test --integration installs Docker's engine
@@ -74,8 +77,11 @@ func (m *Patina) images() (pipeline.Images, error) {
 
 // Build compiles the patina binary reproducibly: pinned Go image, static
 // (CGO_ENABLED=0), -trimpath, no VCS stamp, the version set with -ldflags.
-// The same source, platform and version give the same bytes.
+// The same source, platform and version give the same bytes. It resolves
+// the Go image first, so that one the engine cannot resolve fails naming
+// --go-image.
 func (m *Patina) Build(
+	ctx context.Context,
 	// Platform to build for, e.g. "linux/arm64" or "linux/arm/v7".
 	// Default: the engine's platform.
 	// +optional
@@ -98,7 +104,11 @@ func (m *Patina) Build(
 	if err != nil {
 		return nil, err
 	}
-	return withEnv(m.goContainer(imgs.Go), env).
+	ctr, err := m.goContainer(ctx, imgs.Go)
+	if err != nil {
+		return nil, err
+	}
+	return withEnv(ctr, env).
 		WithExec(cmd).
 		File(pipeline.BinaryPath), nil
 }
@@ -109,6 +119,7 @@ func (m *Patina) Build(
 // image with the host's socket mounted, e.g.
 // `docker run -v /var/run/docker.sock:/var/run/docker.sock -p 7070:7070 IMAGE`.
 func (m *Patina) BuildImage(
+	ctx context.Context,
 	// Platform of the image, e.g. "linux/arm64". Default: the engine's
 	// platform.
 	// +optional
@@ -117,16 +128,27 @@ func (m *Patina) BuildImage(
 	// +optional
 	version string,
 ) (*dagger.Container, error) {
-	bin, err := m.Build(platform, version)
-	if err != nil {
+	// Arguments first: a bad one fails before the engine is asked anything.
+	req := pipeline.BuildRequest{Platform: string(platform), Version: version}
+	if _, err := req.Env(); err != nil {
+		return nil, err
+	}
+	if _, err := req.Command(); err != nil {
 		return nil, err
 	}
 	imgs, err := m.images()
 	if err != nil {
 		return nil, err
 	}
-	return dag.Container(dagger.ContainerOpts{Platform: platform}).
-		From(imgs.Runtime).
+	base, err := from(ctx, dag.Container(dagger.ContainerOpts{Platform: platform}), "--runtime-image", imgs.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := m.Build(ctx, platform, version)
+	if err != nil {
+		return nil, err
+	}
+	return base.
 		WithExec(pipeline.RuntimeInstall()).
 		WithFile(pipeline.ImageBinaryPath, bin, dagger.ContainerWithFileOpts{Permissions: 0o755}).
 		WithExposedPort(pipeline.SidecarPort).
@@ -138,7 +160,8 @@ func (m *Patina) BuildImage(
 // --integration it runs everything, with a Docker engine (Debian's
 // docker.io) started in the test container itself: the sidecar's tests
 // need the engine on their own host, as on a developer's machine. A
-// failing step fails the call with its output.
+// failing step fails the call with its output, and is not kept in the
+// engine's cache: the next call runs the tests again.
 func (m *Patina) Test(
 	ctx context.Context,
 	// Run the integration tests too, with a Docker engine started beside
@@ -151,7 +174,10 @@ func (m *Patina) Test(
 		return "", err
 	}
 	req := pipeline.TestRequest{Integration: integration}
-	ctr := m.goContainer(imgs.Go)
+	ctr, err := m.goContainer(ctx, imgs.Go)
+	if err != nil {
+		return "", err
+	}
 	if integration {
 		ctr = withDocker(ctr)
 	}
@@ -165,7 +191,11 @@ func (m *Patina) Lint(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return pipeline.Run(ctx, pipeline.LintSteps(), &executor{ctr: m.goContainer(imgs.Go)})
+	ctr, err := m.goContainer(ctx, imgs.Go)
+	if err != nil {
+		return "", err
+	}
+	return pipeline.Run(ctx, pipeline.LintSteps(), &executor{ctr: ctr})
 }
 
 // Workspace selects a running patina sidecar, and a workspace on it, for the
@@ -210,7 +240,8 @@ type PatinaWorkspace struct {
 // Create creates the workspace named by --name and prints what it is
 // (name, status, branch, base, worktree, image), one "key: value" line
 // each, the name first. Without --repo it is a scratch workspace: an empty
-// /workspace and no git.
+// /workspace and no git. --image picks what its commands find installed
+// (e.g. Go for `exec --cmd "go test ./..."`).
 // +cache="never"
 func (w *PatinaWorkspace) Create(
 	ctx context.Context,
@@ -223,8 +254,14 @@ func (w *PatinaWorkspace) Create(
 	// repository's HEAD. Needs --repo.
 	// +optional
 	base string,
+	// The workspace's container image, present on the sidecar's Docker
+	// engine (or pullable by it), with bash (and git, with --repo), e.g.
+	// "golang:1.26.8-bookworm" to run Go in it. Default: the sidecar's,
+	// patina/base:bookworm (bash and git, no compilers).
+	// +optional
+	image string,
 ) (string, error) {
-	return call(ctx, w, wsglue.CreateRequest{Name: w.Name, Repo: repo, Base: base}, wsglue.Create)
+	return call(ctx, w, daggerws.CreateRequest{Name: w.Name, Repo: repo, Base: base, Image: image}, daggerws.Create)
 }
 
 // List prints the sidecar's workspaces, oldest first: a table (NAME,
@@ -237,7 +274,7 @@ func (w *PatinaWorkspace) List(
 	// +default="table"
 	format string,
 ) (string, error) {
-	return call(ctx, w, wsglue.ListRequest{Format: format}, wsglue.List)
+	return call(ctx, w, daggerws.ListRequest{Format: format}, daggerws.List)
 }
 
 // Exec runs a bash command line in a session of the workspace (a shell
@@ -267,14 +304,14 @@ func (w *PatinaWorkspace) Exec(
 	// +optional
 	fresh bool,
 ) (string, error) {
-	return call(ctx, w, wsglue.ExecRequest{
+	return call(ctx, w, daggerws.ExecRequest{
 		Workspace:    w.Name,
 		Session:      session,
 		Command:      cmd,
 		TimeoutMS:    int64(timeoutMs),
 		AllowFailure: allowFailure,
 		Fresh:        fresh,
-	}, wsglue.Exec)
+	}, daggerws.Exec)
 }
 
 // Diff prints the workspace's changes against its base (committed,
@@ -282,7 +319,7 @@ func (w *PatinaWorkspace) Exec(
 // nothing when there are none.
 // +cache="never"
 func (w *PatinaWorkspace) Diff(ctx context.Context) (string, error) {
-	return call(ctx, w, wsglue.DiffRequest{Workspace: w.Name}, wsglue.Diff)
+	return call(ctx, w, daggerws.DiffRequest{Workspace: w.Name}, daggerws.Diff)
 }
 
 // Commit stages everything in the workspace and commits it on its branch
@@ -293,7 +330,7 @@ func (w *PatinaWorkspace) Commit(
 	// The commit message.
 	message string,
 ) (string, error) {
-	return call(ctx, w, wsglue.CommitRequest{Workspace: w.Name, Message: message}, wsglue.Commit)
+	return call(ctx, w, daggerws.CommitRequest{Workspace: w.Name, Message: message}, daggerws.Commit)
 }
 
 // Merge merges exactly the commit the last diff showed into a branch of the
@@ -310,7 +347,7 @@ func (w *PatinaWorkspace) Merge(
 	// +optional
 	into string,
 ) (string, error) {
-	return call(ctx, w, wsglue.MergeRequest{Workspace: w.Name, Into: into}, wsglue.Merge)
+	return call(ctx, w, daggerws.MergeRequest{Workspace: w.Name, Into: into}, daggerws.Merge)
 }
 
 // Delete removes the workspace: its container, sessions, worktree and
@@ -322,7 +359,7 @@ func (w *PatinaWorkspace) Delete(
 	// +optional
 	keepBranch bool,
 ) (string, error) {
-	return call(ctx, w, wsglue.DeleteRequest{Workspace: w.Name, KeepBranch: keepBranch}, wsglue.Delete)
+	return call(ctx, w, daggerws.DeleteRequest{Workspace: w.Name, KeepBranch: keepBranch}, daggerws.Delete)
 }
 
 // Directory returns the workspace's files (its /workspace, what `exec`
@@ -343,7 +380,7 @@ func (w *PatinaWorkspace) Directory(
 	// +default=1073741824
 	maxBytes int,
 ) (*dagger.Directory, error) {
-	req := wsglue.FetchRequest{Workspace: w.Name, Dest: ".", MaxFiles: maxFiles, MaxBytes: int64(maxBytes)}
+	req := daggerws.FetchRequest{Workspace: w.Name, Dest: ".", MaxFiles: maxFiles, MaxBytes: int64(maxBytes)}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -359,7 +396,7 @@ func (w *PatinaWorkspace) Directory(
 		return nil, err
 	}
 	req.Dest = dir
-	res, err := wsglue.Fetch(ctx, c, req)
+	res, err := daggerws.Fetch(ctx, c, req)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +410,7 @@ func call[R interface{ Validate() error }](
 	ctx context.Context,
 	w *PatinaWorkspace,
 	req R,
-	op func(context.Context, wsglue.API, R) (string, error),
+	op func(context.Context, daggerws.API, R) (string, error),
 ) (string, error) {
 	if err := req.Validate(); err != nil {
 		return "", err
@@ -401,7 +438,7 @@ func (w *PatinaWorkspace) connect(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the token secret (--token): %w", err)
 	}
-	c, err := wsglue.Connect(endpoint, token)
+	c, err := daggerws.Connect(endpoint, token)
 	if err != nil {
 		return nil, err
 	}
@@ -409,14 +446,33 @@ func (w *PatinaWorkspace) connect(ctx context.Context) (*client.Client, error) {
 }
 
 // goContainer is the Go image with the module and build caches and the
-// source mounted at the working directory.
-func (m *Patina) goContainer(image string) *dagger.Container {
-	return dag.Container().
-		From(image).
+// source mounted at the working directory. The image is resolved first.
+func (m *Patina) goContainer(ctx context.Context, image string) (*dagger.Container, error) {
+	ctr, err := from(ctx, dag.Container(), "--go-image", image)
+	if err != nil {
+		return nil, err
+	}
+	return ctr.
 		WithMountedCache(pipeline.GoModCachePath, dag.CacheVolume(pipeline.GoModCacheVolume)).
 		WithMountedCache(pipeline.GoBuildCachePath, dag.CacheVolume(pipeline.GoBuildCacheVolume)).
 		WithDirectory(pipeline.SourcePath, m.Source).
-		WithWorkdir(pipeline.SourcePath)
+		WithWorkdir(pipeline.SourcePath), nil
+}
+
+// from resolves ref, the image that flag sets, on ctr. When the engine
+// answers that it cannot (a pinned digest an engine without a registry does
+// not have: "…@sha256:…: not found"), the error names the flag and what to
+// give it; other errors (no engine at all) are returned as they are.
+func from(ctx context.Context, ctr *dagger.Container, flag, ref string) (*dagger.Container, error) {
+	ctr, err := ctr.From(ref).Sync(ctx)
+	if err != nil {
+		var answered *gqlerror.Error
+		if errors.As(err, &answered) {
+			return nil, &pipeline.UnresolvedImageError{Flag: flag, Ref: ref, Err: err}
+		}
+		return nil, fmt.Errorf("resolve %s %s: %w", flag, ref, err)
+	}
+	return ctr, nil
 }
 
 // withDocker installs what the integration tests need (Docker's engine,
@@ -438,27 +494,44 @@ func withEnv(ctr *dagger.Container, env []pipeline.EnvVar) *dagger.Container {
 }
 
 // executor runs pipeline steps as successive execs of one container.
+//
+// A step's exec expects success (Dagger's default), so that a failing step
+// is an error of the engine's, which it does not cache: a failed `test` (a
+// flaky test, a broken engine) runs again on the next call instead of being
+// answered from the cache with the same failure, as it was with Expect:
+// ReturnTypeAny, under which a failed exec was a result like any other. The
+// failure's exit code and output come from the engine's ExecError.
 type executor struct {
 	ctr *dagger.Container
 }
 
 func (x *executor) Exec(ctx context.Context, step pipeline.Step) (pipeline.Outcome, error) {
 	ctr := x.ctr.WithExec(step.Args, dagger.ContainerWithExecOpts{
-		Expect:                   dagger.ReturnTypeAny,
 		InsecureRootCapabilities: step.Privileged,
 	})
-	code, err := ctr.ExitCode(ctx)
-	if err != nil {
-		return pipeline.Outcome{}, fmt.Errorf("run %v: %w", step.Args, err)
-	}
 	stdout, err := ctr.Stdout(ctx)
 	if err != nil {
-		return pipeline.Outcome{}, fmt.Errorf("stdout of %v: %w", step.Args, err)
+		var failed *dagger.ExecError
+		if errors.As(err, &failed) {
+			return execFailure(step, failed), nil
+		}
+		return pipeline.Outcome{}, fmt.Errorf("run %v: %w", step.Args, err)
 	}
 	stderr, err := ctr.Stderr(ctx)
 	if err != nil {
 		return pipeline.Outcome{}, fmt.Errorf("stderr of %v: %w", step.Args, err)
 	}
 	x.ctr = ctr
-	return pipeline.Outcome{Step: step, ExitCode: code, Stdout: stdout, Stderr: stderr}, nil
+	return pipeline.Outcome{Step: step, Stdout: stdout, Stderr: stderr}, nil
+}
+
+// execFailure is the outcome of a step whose command failed. An ExecError
+// without an exit code (the command could not be started) is reported as
+// exit 127, as a shell does.
+func execFailure(step pipeline.Step, e *dagger.ExecError) pipeline.Outcome {
+	code := e.ExitCode
+	if code == 0 {
+		code = 127
+	}
+	return pipeline.Outcome{Step: step, ExitCode: code, Stdout: e.Stdout, Stderr: e.Stderr}
 }

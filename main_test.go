@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,8 +20,8 @@ import (
 	// runs; see the package comment for why the order is guaranteed.
 	"github.com/patina-dev/patina/internal/dagenv"
 	"github.com/patina-dev/patina/internal/dagger"
+	"github.com/patina-dev/patina/internal/daggerws"
 	"github.com/patina-dev/patina/internal/pipeline"
-	"github.com/patina-dev/patina/internal/wsglue"
 )
 
 // TestInitOrder checks that internal/dagenv ran before internal/dagger's
@@ -37,27 +38,23 @@ func TestInitOrder(t *testing.T) {
 	}
 }
 
-// TestFunctionsAreLazy builds every function's result without an engine:
-// building the query must not panic or fail; only running it may, and then
-// with the engine connection refused.
+// TestFunctionsAreLazy calls every function without an engine: building
+// the query must not panic; the first thing sent to the engine (Build and
+// BuildImage resolve their image first) fails with the engine connection
+// refused, not with an image error.
 func TestFunctionsAreLazy(t *testing.T) {
 	m := New(dag.Directory(), "", "")
 
-	bin, err := m.Build("linux/arm64", "v1.2.3")
-	if err != nil || bin == nil {
-		t.Fatalf("Build: exp a file, got %v, %v", bin, err)
-	}
-	img, err := m.BuildImage("", "")
-	if err != nil || img == nil {
-		t.Fatalf("BuildImage: exp a container, got %v, %v", img, err)
-	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = bin.Size(ctx)
-	assertConnRefused(t, "Build(...).Size", err)
-	_, err = img.Stdout(ctx)
-	assertConnRefused(t, "BuildImage(...).Stdout", err)
+	_, err := m.Build(ctx, "linux/arm64", "v1.2.3")
+	assertConnRefused(t, "Build", err)
+	var unresolved *pipeline.UnresolvedImageError
+	if errors.As(err, &unresolved) {
+		t.Errorf("Build: a refused connection is not an unresolved image: %v", err)
+	}
+	_, err = m.BuildImage(ctx, "", "")
+	assertConnRefused(t, "BuildImage", err)
 	_, err = m.Test(ctx, false)
 	assertConnRefused(t, "Test", err)
 	_, err = m.Test(ctx, true)
@@ -70,7 +67,7 @@ func TestFunctionsAreLazy(t *testing.T) {
 	ws := m.Workspace(testSidecar(), dag.SetSecret("token", "t"), "w")
 	_, err = ws.List(ctx, "table")
 	assertConnRefused(t, "Workspace(...).List", err)
-	_, err = ws.Create(ctx, "/src/app", "main")
+	_, err = ws.Create(ctx, "/src/app", "main", "golang:1.26.8-bookworm")
 	assertConnRefused(t, "Workspace(...).Create", err)
 	_, err = ws.Exec(ctx, "go test ./...", "default", 1000, true, false)
 	assertConnRefused(t, "Workspace(...).Exec", err)
@@ -102,6 +99,7 @@ func assertConnRefused(t *testing.T, what string, err error) {
 // anything is sent to the engine.
 func TestArgumentsAreValidated(t *testing.T) {
 	m := New(dag.Directory(), "", "")
+	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
 		platform string
@@ -113,11 +111,11 @@ func TestArgumentsAreValidated(t *testing.T) {
 		{"version with a quote", "", `1.0"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := m.Build(dagger.Platform(tc.platform), tc.version); err == nil {
-				t.Error("Build: exp an error, got nil")
+			if _, err := m.Build(ctx, dagger.Platform(tc.platform), tc.version); err == nil || errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("Build: exp an argument error before the engine is asked, got %v", err)
 			}
-			if _, err := m.BuildImage(dagger.Platform(tc.platform), tc.version); err == nil {
-				t.Error("BuildImage: exp an error, got nil")
+			if _, err := m.BuildImage(ctx, dagger.Platform(tc.platform), tc.version); err == nil || errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("BuildImage: exp an argument error before the engine is asked, got %v", err)
 			}
 		})
 	}
@@ -137,20 +135,20 @@ func TestWorkspaceArgumentsAreValidated(t *testing.T) {
 		call func() (string, error)
 		exp  error
 	}{
-		{"exec without --name", func() (string, error) { return unnamed.Exec(ctx, "true", "default", 0, false, false) }, wsglue.ErrNoWorkspace},
-		{"diff without --name", func() (string, error) { return unnamed.Diff(ctx) }, wsglue.ErrNoWorkspace},
-		{"commit without --name", func() (string, error) { return unnamed.Commit(ctx, "m") }, wsglue.ErrNoWorkspace},
-		{"merge without --name", func() (string, error) { return unnamed.Merge(ctx, "") }, wsglue.ErrNoWorkspace},
-		{"delete without --name", func() (string, error) { return unnamed.Delete(ctx, false) }, wsglue.ErrNoWorkspace},
-		{"directory without --name", func() (string, error) { return dirCall(unnamed.Directory(ctx, 0, 0)) }, wsglue.ErrNoWorkspace},
-		{"directory with negative --max-files", func() (string, error) { return dirCall(named.Directory(ctx, -1, 0)) }, wsglue.ErrInvalid},
-		{"directory with negative --max-bytes", func() (string, error) { return dirCall(named.Directory(ctx, 0, -1)) }, wsglue.ErrInvalid},
-		{"create with a relative repo", func() (string, error) { return named.Create(ctx, ".", "") }, wsglue.ErrInvalid},
-		{"create with a base but no repo", func() (string, error) { return named.Create(ctx, "", "main") }, wsglue.ErrInvalid},
-		{"list in an unknown format", func() (string, error) { return named.List(ctx, "yaml") }, wsglue.ErrInvalid},
-		{"exec of nothing", func() (string, error) { return named.Exec(ctx, " ", "default", 0, false, false) }, wsglue.ErrInvalid},
-		{"exec with a negative timeout", func() (string, error) { return named.Exec(ctx, "true", "default", -1, false, false) }, wsglue.ErrInvalid},
-		{"commit without a message", func() (string, error) { return named.Commit(ctx, "") }, wsglue.ErrInvalid},
+		{"exec without --name", func() (string, error) { return unnamed.Exec(ctx, "true", "default", 0, false, false) }, daggerws.ErrNoWorkspace},
+		{"diff without --name", func() (string, error) { return unnamed.Diff(ctx) }, daggerws.ErrNoWorkspace},
+		{"commit without --name", func() (string, error) { return unnamed.Commit(ctx, "m") }, daggerws.ErrNoWorkspace},
+		{"merge without --name", func() (string, error) { return unnamed.Merge(ctx, "") }, daggerws.ErrNoWorkspace},
+		{"delete without --name", func() (string, error) { return unnamed.Delete(ctx, false) }, daggerws.ErrNoWorkspace},
+		{"directory without --name", func() (string, error) { return dirCall(unnamed.Directory(ctx, 0, 0)) }, daggerws.ErrNoWorkspace},
+		{"directory with negative --max-files", func() (string, error) { return dirCall(named.Directory(ctx, -1, 0)) }, daggerws.ErrInvalid},
+		{"directory with negative --max-bytes", func() (string, error) { return dirCall(named.Directory(ctx, 0, -1)) }, daggerws.ErrInvalid},
+		{"create with a relative repo", func() (string, error) { return named.Create(ctx, ".", "", "") }, daggerws.ErrInvalid},
+		{"create with a base but no repo", func() (string, error) { return named.Create(ctx, "", "main", "") }, daggerws.ErrInvalid},
+		{"list in an unknown format", func() (string, error) { return named.List(ctx, "yaml") }, daggerws.ErrInvalid},
+		{"exec of nothing", func() (string, error) { return named.Exec(ctx, " ", "default", 0, false, false) }, daggerws.ErrInvalid},
+		{"exec with a negative timeout", func() (string, error) { return named.Exec(ctx, "true", "default", -1, false, false) }, daggerws.ErrInvalid},
+		{"commit without a message", func() (string, error) { return named.Commit(ctx, "") }, daggerws.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := tc.call()
@@ -197,12 +195,12 @@ func TestImageArguments(t *testing.T) {
 					t.Errorf("%s: exp an error naming %s, got %v", what, tc.flag, err)
 				}
 			}
-			_, err := tc.m.BuildImage("", "")
+			_, err := tc.m.BuildImage(ctx, "", "")
 			check("BuildImage", err)
 			_, err = tc.m.Test(ctx, true)
 			check("Test(integration)", err)
 			if tc.flag == "--go-image" {
-				_, err = tc.m.Build("", "")
+				_, err = tc.m.Build(ctx, "", "")
 				check("Build", err)
 				_, err = tc.m.Lint(ctx)
 				check("Lint", err)
@@ -525,4 +523,93 @@ func text(g *ast.CommentGroup) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestFailedStepsAreNotCached checks that no exec in main.go accepts a
+// failure as a result (Expect: ReturnTypeAny, or any Expect): the engine
+// caches an exec that succeeded, so a failed `test` run that way was
+// replayed from the cache until an input changed. A failing step must be
+// the engine's error, which it does not cache; execFailure turns that
+// error back into the step's outcome.
+func TestFailedStepsAreNotCached(t *testing.T) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "main.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(file, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.KeyValueExpr:
+			if id, ok := n.Key.(*ast.Ident); ok && id.Name == "Expect" {
+				t.Errorf("%s: an exec's Expect is set: a failure would be a cached result", fset.Position(n.Pos()))
+			}
+		case *ast.SelectorExpr:
+			if n.Sel.Name == "ReturnTypeAny" || n.Sel.Name == "ReturnTypeFailure" {
+				t.Errorf("%s: %s makes a failed exec a cached result", fset.Position(n.Pos()), n.Sel.Name)
+			}
+		}
+		return true
+	})
+
+	step := pipeline.Step{Name: "go test", Args: []string{"go", "test", "./..."}}
+	for _, tc := range []struct {
+		name string
+		in   dagger.ExecError
+		exp  int
+	}{
+		{"exit code kept", dagger.ExecError{ExitCode: 1, Stdout: "--- FAIL: TestX\n", Stderr: "FAIL\n"}, 1},
+		{"no exit code: could not start", dagger.ExecError{Stderr: "exec: go: not found"}, 127},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := execFailure(step, &tc.in)
+			if o.ExitCode != tc.exp || o.Stdout != tc.in.Stdout || o.Stderr != tc.in.Stderr || o.Step.Name != step.Name {
+				t.Errorf("exp exit %d with the error's output, got %+v", tc.exp, o)
+			}
+			if err := pipeline.Check(o); err == nil {
+				t.Error("a failed step's outcome passes the check")
+			}
+		})
+	}
+}
+
+// TestReadmeExportsAreIgnored checks that every path README's `dagger call`
+// lines write into the repository (`export --path P`, `> P`) is in the
+// module's source +ignore list and in .gitignore: otherwise the next call
+// uploads it as module source (and git shows it as new).
+func TestReadmeExportsAreIgnored(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitignore, err := os.ReadFile(".gitignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := map[string]bool{}
+	for _, line := range strings.Split(string(gitignore), "\n") {
+		if line = strings.TrimSuffix(strings.TrimSpace(line), "/"); strings.HasPrefix(line, "/") {
+			ignored[strings.TrimPrefix(line, "/")] = true
+		}
+	}
+	written := regexp.MustCompile(`(?:export --path|>)\s+(\./)?([A-Za-z0-9._-]+)\s*$`)
+	var paths []string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "dagger call ") {
+			continue
+		}
+		if m := written.FindStringSubmatch(line); m != nil {
+			paths = append(paths, m[2])
+		}
+	}
+	if len(paths) < 4 {
+		t.Fatalf("exp README's dagger call lines to write several files, found %q", paths)
+	}
+	for _, p := range paths {
+		if !slices.Contains(pipeline.SourceIgnore(), p) {
+			t.Errorf("%s: written by a README line, not in the module's +ignore", p)
+		}
+		if !ignored[p] {
+			t.Errorf("%s: written by a README line, not in .gitignore (as /%s)", p, p)
+		}
+	}
 }

@@ -120,3 +120,28 @@ func percentile(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// BenchmarkRecoverThenExecTrue is BenchmarkExecTrue with the agent's
+// per-exec Recover check (outside.go) in front: compare the two in one run.
+func BenchmarkRecoverThenExecTrue(b *testing.B) {
+	m, err := Open(context.Background(), Config{Dir: b.TempDir(), Launcher: LocalLauncher{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	defer m.CloseAll(context.Background())
+	if _, err := m.Create(context.Background(), CreateRequest{ID: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, _, err := m.Recover(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Exec(ctx, ExecRequest{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

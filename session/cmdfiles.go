@@ -66,10 +66,8 @@ func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) (clean bo
 	clean = true
 	for i, s := range []Stream{Stdout, Stderr} {
 		dst := next.stream(s)
-		if prev != nil && prevSizes[i] == 0 && emptyAndUnused(prev.stream(s)) {
-			if unix.Renameat2(unix.AT_FDCWD, prev.stream(s), unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE) == nil {
-				continue
-			}
+		if prev != nil && prevSizes[i] == 0 && recycle(prev.stream(s), dst) {
+			continue
 		}
 		clean = makeEmpty(dst) && clean
 	}
@@ -105,39 +103,6 @@ func openRaw(path string, flags int) (int, error) {
 		}
 	}
 }
-
-// emptyAndUnused reports whether path is empty and no process (in any
-// container) has it open: a write lease is granted only then (and only on
-// a regular file), and while it is held nobody can open the file to write
-// to it. A background job of a command that wrote to the command's output
-// after its result was taken, and exited, leaves a non-empty file.
-func emptyAndUnused(path string) bool {
-	return underLease(path, isEmpty)
-}
-
-// underLease calls fn with path open and a write lease on it, and reports
-// what fn does; false if path cannot be opened or some process has it open.
-func underLease(path string, fn func(fd int) bool) bool {
-	fd, err := openRaw(path, unix.O_WRONLY)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	if !leased(fd) {
-		return false
-	}
-	defer unlease(fd)
-	return fn(fd)
-}
-
-// leased takes a write lease on fd: it fails if any process has the file
-// open (fd aside).
-func leased(fd int) bool {
-	_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK)
-	return err == nil
-}
-
-func unlease(fd int) { _, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK) }
 
 // exitsLog is a session's exits file: one "ID STATUS" line per command,
 // appended by the shell (or by the driver for a command it had to stop).

@@ -35,6 +35,11 @@ type EndedError struct {
 	Session  string
 	ExitCode int    // the shell's exit status (128+N for signal N), -1 if unknown
 	Reason   string // e.g. `command 4 ("exit 3")`, "closed", "process vanished"
+	// Outside: no command of the session's own was running when its shell
+	// died: something else killed it (kill -9 -1 or pkill in another
+	// session, the OOM killer). Such a session comes back from its last
+	// snapshot on its next command (Manager.Recover).
+	Outside bool
 }
 
 func (e *EndedError) Error() string {

@@ -196,7 +196,6 @@ const (
 
 // startKind writes the command's files and sends its line to the shell.
 func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
-	internal := kind != kindUser
 	if strings.IndexByte(req.Command, 0) >= 0 {
 		return nil, fmt.Errorf("exec: %w: command text contains a NUL byte", ErrInvalid)
 	}
@@ -208,28 +207,72 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 			return nil, fmt.Errorf("exec: %w: %v", ErrInvalid, err)
 		}
 	}
+	// The session is reserved (s.starting) under s.mu; the command is
+	// prepared without it (the wait for its output files, its stdin file,
+	// its terminal), so that another exec gets ErrBusy and a status call
+	// its answer at once; then s.mu is taken again to start it.
+	s.mu.Lock()
+	if err := s.startable(kind); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.starting = true
+	n := s.nextID
+	job := s.prepared[n]
+	s.mu.Unlock()
+	c, line, err := s.prepareCommand(req, kind, n, job)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.starting = false
+	if err == nil {
+		err = s.startable(kind) // closed or ended meanwhile
+	}
+	if err != nil {
+		if c != nil {
+			c.tty.close()
+		}
+		return nil, err
+	}
+	if err := s.send(c, req, line); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startable says why a command of kind cannot start now (nil: it can).
+// Called with s.mu held.
+func (s *Session) startable(kind cmdKind) error {
 	switch {
 	case s.state == StateClosed || s.closing:
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	case s.endErr != nil:
-		return nil, s.endErr
+		return s.endErr
 	case s.detached:
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		return fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	case s.lent && kind != kindLoan:
-		return nil, fmt.Errorf("session %s: %w (a terminal is attached)", s.id, ErrBusy)
+		return fmt.Errorf("%w: a terminal is attached to session %s: leave it (exit, Ctrl-D or Ctrl-]) or use another session", ErrBusy, s.id)
+	case s.starting:
+		return fmt.Errorf("%w: session %s is starting a command: wait for it, or use another session", ErrBusy, s.id)
 	case s.cur != nil:
 		if s.cur.internal {
-			return nil, fmt.Errorf("session %s: %w (setting environment)", s.id, ErrBusy)
+			return fmt.Errorf("%w: session %s is setting its environment: try again in a moment", ErrBusy, s.id)
 		}
-		return nil, fmt.Errorf("session %s: %w (command %s)", s.id, ErrBusy, s.cur.id)
+		return fmt.Errorf("%w: session %s is running command %s: wait for it, signal it, or use another session", ErrBusy, s.id, s.cur.id)
 	}
+	return nil
+}
+
+// prepareCommand makes command n's files ready (job: the making of its
+// output files ahead, nil if none) and its wrapper line. Called without
+// s.mu, with the session reserved: s.flags and s.dir do not change while
+// no command runs.
+func (s *Session) prepareCommand(req ExecRequest, kind cmdKind, n uint64, job *prepJob) (*command, string, error) {
+	internal := kind != kindUser
 	id := internalID
 	clean := false // internal commands reuse their files: truncate them
 	if !internal {
-		id = strconv.FormatUint(s.nextID, 10)
-		clean = s.waitPrepared(s.nextID)
+		id = strconv.FormatUint(n, 10)
+		clean = s.waitPrepared(n, job)
 	}
 	f := filesFor(s.dir, id)
 	text := req.Command
@@ -242,23 +285,21 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 	if req.TTY != nil && !internal {
 		var err error
 		if tty, text, err = startTTY(f.stdout, *req.TTY, req.Stdin != nil, text); err != nil {
-			return nil, fmt.Errorf("exec: %w", err)
+			return nil, "", fmt.Errorf("exec: %w", err)
 		}
 	}
 	stdin := "/dev/null"
 	if req.Stdin != nil {
 		if err := os.WriteFile(f.stdin, req.Stdin, 0o644); err != nil {
-			return nil, fmt.Errorf("exec: %w", err)
+			tty.close()
+			return nil, "", fmt.Errorf("exec: %w", err)
 		}
 		stdin = f.stdin
 	}
 	line, err := wrapperLine(f, stdin, s.exits.path, id, text, !clean)
 	if err != nil {
 		tty.close()
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	if s.lastStatus != 0 && !internal {
-		line = fmt.Sprintf(statusPrefix, s.lastStatus) + line
+		return nil, "", fmt.Errorf("exec: %w", err)
 	}
 	c := &command{
 		id:       id,
@@ -269,10 +310,21 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 		done:     make(chan struct{}),
 		tty:      tty,
 	}
+	return c, line, nil
+}
+
+// send records c as the session's command and writes its line to the
+// shell. Called with s.mu held.
+func (s *Session) send(c *command, req ExecRequest, line string) error {
+	internal, id, tty := c.internal, c.id, c.tty
+	if s.lastStatus != 0 && !internal {
+		line = fmt.Sprintf(statusPrefix, s.lastStatus) + line
+	}
 	if !internal {
+		c.recovered, s.recovered = s.recovered, ""
 		if err := s.hist.start(CommandInfo{ID: id, Command: req.Command, State: CommandRunning, StartedAt: c.started}); err != nil {
 			tty.close()
-			return nil, err
+			return err
 		}
 		s.nextID++
 	}
@@ -285,7 +337,7 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 		if !internal {
 			_ = s.hist.end(CommandInfo{ID: id, State: CommandLost, StartedAt: c.started, EndedAt: timePtr(time.Now().UTC())})
 		}
-		return nil, err
+		return err
 	}
 	c.awaited = true
 	s.m.polling.Begin()
@@ -293,7 +345,7 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 	if req.Timeout > 0 {
 		c.timer = time.AfterFunc(req.Timeout, func() { _ = s.stop(c, syscall.SIGINT, true) })
 	}
-	return c, nil
+	return nil
 }
 
 // checkEnv refuses variables a shell cannot be given: a name that is not

@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
-
-	"github.com/patina-dev/patina/internal/procwait"
 )
 
 // Launcher runs a session's processes wherever its shell lives: on this
@@ -68,7 +66,7 @@ func (LocalLauncher) Run(ctx context.Context, p Process) ([]byte, error) {
 	cmd.Dir = p.Dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := procwait.Output(cmd)
+	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

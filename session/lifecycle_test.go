@@ -162,11 +162,7 @@ func TestTimeoutReplacesWedgedShell(t *testing.T) {
 	dir := t.TempDir()
 	out(t, s, "cd "+dir+"; export KEEP=kept; keepfn() { echo fn-kept; }; alias ka='echo alias-kept'; set -o noglob")
 	// Let the idle snapshot happen.
-	waitFor(t, "a state snapshot", 5*time.Second, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.meta.Snapshot != nil && s.meta.Snapshot.After == "1"
-	})
+	waitSnapshot(t, s, "1")
 	start := time.Now()
 	res := runReq(t, s, ExecRequest{Command: "trap '' INT; LOST=1; while :; do :; done", Timeout: 200 * time.Millisecond})
 	if !res.TimedOut || !res.ShellReplaced || res.Ended {

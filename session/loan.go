@@ -90,10 +90,10 @@ func (s *Session) Lend(ctx context.Context) (*Loan, error) {
 		return nil, err
 	case s.lent:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w (a terminal is attached)", s.id, ErrBusy)
+		return nil, fmt.Errorf("%w: a terminal is attached to session %s already: leave that one first, or use another session", ErrBusy, s.id)
 	case s.cur != nil:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w (command %s)", s.id, ErrBusy, s.cur.id)
+		return nil, fmt.Errorf("%w: session %s is running command %s: wait for it or signal it, then attach", ErrBusy, s.id, s.cur.id)
 	}
 	s.lent = true
 	cwd := s.cwd

@@ -32,6 +32,10 @@ type Manager struct {
 	// (SetExtraEnv).
 	extraEnv atomic.Pointer[[]string]
 
+	// recovering serialises Recover and Restart: two callers must not
+	// both start a new shell for one session.
+	recovering sync.Mutex
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	creating map[string]bool
@@ -80,6 +84,9 @@ func Open(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.KeepOutputs <= 0 {
 		cfg.KeepOutputs = 1000
+	}
+	if cfg.PrepareWait <= 0 {
+		cfg.PrepareWait = time.Second
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
@@ -160,7 +167,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Session, erro
 	}
 	if _, ok := m.sessions[req.ID]; ok || m.creating[req.ID] {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w", req.ID, ErrExists)
+		return nil, fmt.Errorf("%w: session %s exists already: use it, or choose another id", ErrExists, req.ID)
 	}
 	m.creating[req.ID] = true
 	m.mu.Unlock()

@@ -137,7 +137,7 @@ func (s *Session) markDead(reason string) (*Session, error) {
 			reason = "the shell exited"
 		}
 	}
-	s.endErr = &EndedError{Session: s.id, ExitCode: code, Reason: reason}
+	s.endErr = &EndedError{Session: s.id, ExitCode: code, Reason: reason, Outside: s.endedOutside()}
 	s.state = StateEnded
 	s.detached = true
 	s.closeRunning(code)

@@ -13,6 +13,12 @@ import (
 // settings. Processes the old shell ran are not revived. A closed session
 // cannot be revived.
 func (m *Manager) Revive(ctx context.Context, id string) (*Session, error) {
+	return m.revive(ctx, id, false)
+}
+
+// revive starts a new shell for ended session id: restored from its last
+// snapshot, or, when fresh, with its creation settings only.
+func (m *Manager) revive(ctx context.Context, id string, fresh bool) (*Session, error) {
 	old, err := m.Get(id)
 	if err != nil {
 		return nil, err
@@ -30,7 +36,7 @@ func (m *Manager) Revive(ctx context.Context, id string) (*Session, error) {
 		old.teardown()
 	}
 	extra := createScript(meta)
-	if sn := meta.Snapshot; sn != nil {
+	if sn := meta.Snapshot; sn != nil && !fresh {
 		if _, err := os.Stat(sn.File); err == nil {
 			extra = fmt.Sprintf(`\builtin source %s 2>/dev/null; `, shellQuote(sn.File))
 		}
@@ -42,7 +48,7 @@ func (m *Manager) Revive(ctx context.Context, id string) (*Session, error) {
 	m.mu.Lock()
 	m.sessions[id] = s
 	m.mu.Unlock()
-	s.log.Info("session revived", "from_snapshot", meta.Snapshot != nil)
+	s.log.Info("session revived", "from_snapshot", meta.Snapshot != nil && !fresh)
 	return s, nil
 }
 

@@ -14,11 +14,7 @@ func TestRevive(t *testing.T) {
 	s := mustCreate(t, m, CreateRequest{ID: "revive", Env: map[string]string{"FROM_CREATE": "1"}})
 	dir := t.TempDir()
 	out(t, s, "cd "+dir+"; export KEPT=yes; rf() { echo rf; }")
-	waitFor(t, "a state snapshot", 5*time.Second, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.meta.Snapshot != nil && s.meta.Snapshot.After == "1"
-	})
+	waitSnapshot(t, s, "1")
 	// Everything dies behind the session's back.
 	s.killAll(context.Background())
 	waitFor(t, "the session to end", 5*time.Second, func() bool { return s.Info().State == StateEnded })

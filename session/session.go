@@ -50,7 +50,12 @@ type Session struct {
 	ready      chan readyMsg
 	detached   bool
 	closing    bool
-	lent       bool // to a terminal (Lend)
+	lent       bool   // to a terminal (Lend)
+	recovered  string // Recover's notice, for the next user command
+	// starting: an exec has reserved the session and prepares its command
+	// outside s.mu (waits for its output files, writes its stdin); other
+	// execs get ErrBusy.
+	starting bool
 
 	// recent keeps the results of the last commands but their output (a
 	// ring), so Wait after the fact returns what Exec would have (cwd,
@@ -121,6 +126,8 @@ type command struct {
 
 	tty *ttyCopy // a TTY command's terminal
 
+	recovered string // the notice of a shell Recover brought back for it
+
 	awaited bool // counted in the Manager's polling gate until it ends
 }
 
@@ -183,7 +190,7 @@ func launch(ctx context.Context, m *Manager, req CreateRequest) (*Session, error
 	dir := filepath.Join(m.cfg.Dir, req.ID)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("session %s: %w", req.ID, ErrExists)
+			return nil, fmt.Errorf("%w: session %s exists already: use it, or choose another id", ErrExists, req.ID)
 		}
 		return nil, fmt.Errorf("create session %s: %w", req.ID, err)
 	}
@@ -490,7 +497,24 @@ func (s *Session) onDone(id, flags, cwd string) {
 		c.settle(code)
 		return
 	}
-	s.finish(c, code, "")
+	// The output's head and tail (up to OutputLimit each) are read without
+	// s.mu: a status call or a second exec does not wait behind them.
+	// s.cur stays c meanwhile, so the session stays busy. (A terminal's
+	// copy is closed first, under s.mu: finish reads its output then.)
+	if c.tty != nil {
+		s.finish(c, code, "")
+		return
+	}
+	s.mu.Unlock()
+	stdout, stderr := c.files.outputs(s.m.cfg.OutputLimit)
+	s.mu.Lock()
+	if s.cur != c || c.replacing || c.stopping {
+		if s.cur == c && c.stopping {
+			c.settle(code)
+		}
+		return
+	}
+	s.finishWith(c, code, "", stdout, stderr)
 }
 
 // setWhere keeps the shell's flags and cwd from a report. They are
@@ -559,13 +583,20 @@ func (s *Session) onEnded(code int, reason string) {
 	default:
 		reason = "the shell exited"
 	}
-	s.endErr = &EndedError{Session: s.id, ExitCode: code, Reason: reason}
+	notRun := !s.closing && c != nil && !c.internal && s.diedBefore(c)
+	if notRun {
+		reason = fmt.Sprintf("the shell was killed before command %s reached it", c.id)
+	}
+	s.endErr = &EndedError{Session: s.id, ExitCode: code, Reason: reason, Outside: !s.closing && (c == nil || c.internal || notRun)}
 	if s.closing {
 		s.state = StateClosed
 	} else {
 		s.state = StateEnded
 	}
-	if c != nil {
+	switch {
+	case c != nil && notRun:
+		s.finish(c, -1, fmt.Sprintf("command %s did not run: the session's shell had been killed from outside before it arrived; run it again (the session's next command restores its state)", c.id))
+	case c != nil:
 		if code >= 0 {
 			if err := s.exits.appendExit(c.id, code); err != nil {
 				s.log.Warn("record exit status", "err", err)
@@ -579,15 +610,22 @@ func (s *Session) onEnded(code int, reason string) {
 	s.log.Info("session ended", "exit_code", code, "reason", reason)
 }
 
-// finish completes c with the given status. Called with s.mu held.
+// finish completes c with the given status, reading its output. Called
+// with s.mu held.
 func (s *Session) finish(c *command, code int, notice string) {
+	stdout, stderr := c.files.outputs(s.m.cfg.OutputLimit)
+	s.finishWith(c, code, notice, stdout, stderr)
+}
+
+// finishWith completes c with the given status and output. Called with
+// s.mu held.
+func (s *Session) finishWith(c *command, code int, notice string, stdout, stderr Output) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
 	s.settled(c)
 	c.tty.close()
 	now := time.Now().UTC()
-	stdout, stderr := c.files.outputs(s.m.cfg.OutputLimit)
 	res := ExecResult{
 		CommandID:     c.id,
 		ExitCode:      code,
@@ -596,8 +634,8 @@ func (s *Session) finish(c *command, code int, notice string) {
 		TimedOut:      c.timedOut,
 		Interrupted:   c.interrupted,
 		Ended:         s.endErr != nil || s.closing, // Close killed it
-		ShellReplaced: c.replacing,
-		Notice:        notice,
+		ShellReplaced: c.replacing || c.recovered != "",
+		Notice:        joinNotices(c.recovered, notice),
 		Cwd:           s.cwd,
 		StartedAt:     c.started,
 		EndedAt:       now,
@@ -620,7 +658,7 @@ func (s *Session) finish(c *command, code int, notice string) {
 			TimedOut:    c.timedOut,
 			Interrupted: c.interrupted,
 			Ended:       res.Ended,
-			Replaced:    c.replacing,
+			Replaced:    c.replacing || c.recovered != "",
 		}
 		if code >= 0 {
 			ci.ExitCode = intPtr(code)
@@ -719,8 +757,12 @@ func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, pru
 	job := &prepJob{done: make(chan struct{})}
 	s.prepared[n] = job
 	next := s.files(n)
+	hook := s.m.cfg.prepareHook
 	go func() {
 		defer close(job.done)
+		if hook != nil {
+			hook()
+		}
 		job.clean = prepareOutputs(prev, prevSizes, next)
 		if prune != nil {
 			prune.removeOutput()
@@ -728,19 +770,26 @@ func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, pru
 	}()
 }
 
-// waitPrepared waits (briefly) for command n's output files and reports
-// whether both are known to be empty; if they are late, the shell creates
-// them itself (and truncates them: not clean). Called with s.mu held.
-func (s *Session) waitPrepared(n uint64) (clean bool) {
-	job, ok := s.prepared[n]
-	if !ok {
+// waitPrepared waits (up to Config.PrepareWait) for command n's output
+// files, being made by job (nil: none is), and reports whether both are
+// known to be empty; if they are late, the shell creates them itself (and
+// truncates them: not clean). Called without s.mu, with the session
+// reserved (s.starting).
+func (s *Session) waitPrepared(n uint64, job *prepJob) (clean bool) {
+	if job == nil {
 		return prepareOutputs(nil, [2]int64{}, s.files(n))
 	}
+	t := time.NewTimer(s.m.cfg.PrepareWait)
+	defer t.Stop()
 	select {
 	case <-job.done:
-		delete(s.prepared, n)
+		s.mu.Lock()
+		if s.prepared[n] == job {
+			delete(s.prepared, n)
+		}
+		s.mu.Unlock()
 		return job.clean
-	case <-time.After(time.Second):
+	case <-t.C:
 		return false // the job stays listed: teardown waits for it
 	}
 }

@@ -64,7 +64,11 @@ func startTTY(out string, t TTY, hasStdin bool, text string) (*ttyCopy, string, 
 	if hasStdin {
 		redir = fmt.Sprintf("1>%[1]s 2>&1", shellQuote(name))
 	}
-	wrapped := fmt.Sprintf("( \\builtin source /dev/fd/4 ) %s 4<<'%s'\n%s\n%s", redir, delim, text, delim)
+	term := ""
+	if t.Term != "" {
+		term = "\\builtin export TERM=" + shellQuote(t.Term) + "; "
+	}
+	wrapped := fmt.Sprintf("( %s\\builtin source /dev/fd/4 ) %s 4<<'%s'\n%s\n%s", term, redir, delim, text, delim)
 	return tc, wrapped, nil
 }
 

@@ -35,6 +35,17 @@ type Config struct {
 	// KeepOutputs is how many commands' output files a session keeps; older
 	// ones are deleted (their history records stay). Default 1000.
 	KeepOutputs int
+	// PrepareWait is how long an exec waits for its output files, made
+	// ahead while the session was idle, before it lets the shell create
+	// them (and truncate them) itself: the making is one or two system
+	// calls, late only on a stalled filesystem (default 1 s). The session
+	// is reserved meanwhile, not locked: another exec gets ErrBusy and a
+	// status call its answer at once.
+	PrepareWait time.Duration
+
+	// prepareHook, when set (by tests), runs before a command's output
+	// files are made ahead.
+	prepareHook func()
 }
 
 // CreateRequest creates a session.
@@ -68,10 +79,12 @@ type ExecRequest struct {
 	TTY *TTY
 }
 
-// TTY is a terminal's size.
+// TTY is a terminal's size, and its type.
 type TTY struct {
 	Rows int `json:"rows"`
 	Cols int `json:"cols"`
+	// Term is TERM for the command (empty: the session's own).
+	Term string `json:"term,omitempty"`
 }
 
 // Stream names an output stream.

@@ -44,6 +44,13 @@ type Config struct {
 	// OutputLimit caps each stream in an exec result: the first and the last
 	// OutputLimit bytes (default 1 MiB); the rest is read by offset.
 	OutputLimit int
+	// MemoryBudgetBytes is the sidecar's one memory budget (default
+	// budget.DefaultSize, 32 MiB): the output of exec answers being sent
+	// and the windows of agent streams (port-forward tunnels, terminals,
+	// file reads) draw on it; when it is spent, answers wait (within their
+	// callers' deadlines) and windows stay small. A budget smaller than an
+	// answer's output (4 × OutputLimit) lets one such answer at a time.
+	MemoryBudgetBytes int64
 	// DiffLimit caps the diff text in GET .../diff (default 8 MiB).
 	DiffLimit int
 	// InterruptGrace is how long a stopped command gets between SIGINT and
@@ -64,9 +71,17 @@ type Config struct {
 	// are looked at (default 10 s).
 	IdleStop  time.Duration
 	IdleCheck time.Duration
+	// WarmPool keeps this many default workspaces started for creates to
+	// take (workspace.Config.WarmPool; 0: none).
+	WarmPool int
 	// AgentTransport is how the sidecar reaches workspaces' agents: auto
 	// (default), netns or exec (see container.Config).
 	AgentTransport string
+	// Runtime is the OCI runtime workspaces' containers run on: "" or
+	// "runc" (the engine's default), or "runsc" (gVisor, a user-space
+	// kernel; registered with the engine). Under runsc the agent is
+	// reached by the exec transport. Only the docker engine takes one.
+	Runtime string
 	// AgentBinary is the patina binary shipped into workspaces (default:
 	// this executable; it must be static).
 	AgentBinary string

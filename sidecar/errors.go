@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/patina-dev/patina/session"
@@ -12,6 +13,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/image"
 	"github.com/patina-dev/patina/sidecar/secrets"
+	"github.com/patina-dev/patina/sidecar/template"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -23,6 +25,7 @@ var (
 	errUnauthorized = errors.New("missing or wrong bearer token")
 	errTooLarge     = errors.New("request body too large")
 	errMethod       = errors.New("method not allowed")
+	errUnavailable  = errors.New("unavailable")
 )
 
 // status maps an error to its HTTP status and API code. It is the one place
@@ -40,10 +43,12 @@ func status(err error) (int, string) {
 		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENAMETOOLONG),
 		errors.Is(err, session.ErrInvalid), errors.Is(err, worktree.ErrInvalidName),
 		errors.Is(err, worktree.ErrUnsupported), errors.Is(err, image.ErrInvalid),
-		errors.Is(err, workspace.ErrUnsupported), errors.Is(err, secrets.ErrInvalid):
+		errors.Is(err, workspace.ErrUnsupported), errors.Is(err, secrets.ErrInvalid),
+		errors.Is(err, template.ErrInvalid), errors.Is(err, template.ErrBuild):
 		return http.StatusBadRequest, client.CodeInvalid
 	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, session.ErrNotFound),
-		errors.Is(err, worktree.ErrNotFound), errors.Is(err, os.ErrNotExist), errors.Is(err, secrets.ErrNotFound):
+		errors.Is(err, worktree.ErrNotFound), errors.Is(err, os.ErrNotExist), errors.Is(err, secrets.ErrNotFound),
+		errors.Is(err, template.ErrNotFound):
 		return http.StatusNotFound, client.CodeNotFound
 	case errors.Is(err, session.ErrBusy):
 		return http.StatusConflict, client.CodeBusy
@@ -61,9 +66,9 @@ func status(err error) (int, string) {
 		errors.Is(err, worktree.ErrExists), errors.Is(err, worktree.ErrConflict),
 		errors.Is(err, worktree.ErrDirty), errors.Is(err, worktree.ErrNoTarget),
 		errors.Is(err, agent.ErrConflict), errors.Is(err, os.ErrExist),
-		errors.Is(err, workspace.ErrUnreviewed):
+		errors.Is(err, workspace.ErrUnreviewed), errors.Is(err, template.ErrInUse):
 		return http.StatusConflict, client.CodeConflict
-	case errors.Is(err, worktree.ErrRejected):
+	case errors.Is(err, worktree.ErrRejected), errors.Is(err, errPreviewRedirect):
 		return http.StatusUnprocessableEntity, client.CodeRejected
 	case errors.Is(err, worktree.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, client.CodeTooLarge
@@ -71,8 +76,33 @@ func status(err error) (int, string) {
 		return http.StatusServiceUnavailable, client.CodeAdopting
 	case errors.Is(err, agent.ErrUnavailable), errors.Is(err, session.ErrLocked):
 		return http.StatusServiceUnavailable, client.CodeAgentUnavailable
-	case errors.Is(err, image.ErrMissing), errors.Is(err, container.ErrNodeDown), errors.Is(err, container.ErrAgentBinary):
+	case errors.Is(err, errUnavailable), errors.Is(err, image.ErrMissing), errors.Is(err, container.ErrNodeDown), errors.Is(err, container.ErrAgentBinary):
 		return http.StatusServiceUnavailable, client.CodeUnavailable
 	}
 	return http.StatusInternalServerError, client.CodeInternal
+}
+
+// categories are the sentinels that name a kind of failure, which the
+// answer's code already says. Wrapped with "%w: ...", their text leads the
+// message, sometimes twice (each layer that wraps adds it again).
+var categories = []error{
+	workspace.ErrInvalid, workspace.ErrNotFound, workspace.ErrExists,
+	session.ErrInvalid, session.ErrNotFound, session.ErrExists, session.ErrBusy,
+	errInvalid, errNotFound, errTooLarge,
+}
+
+// message is what an answer's "error" says: err's text without the
+// leading category sentinels it wraps (the code names the category), so
+// that each thing is said once.
+func message(err error) string {
+	msg := err.Error()
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, c := range categories {
+			if p := c.Error() + ": "; strings.HasPrefix(msg, p) && errors.Is(err, c) {
+				msg, trimmed = msg[len(p):], true
+			}
+		}
+	}
+	return msg
 }

@@ -31,10 +31,12 @@ func (s *Service) handleExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, sid := r.PathValue("id"), r.PathValue("sid")
+	start := time.Now()
 	switch {
 	case req.Async:
-		cid, err := s.mgr.StartCommand(r.Context(), id, sid, ereq)
+		cid, _, err := s.mgr.StartCommand(r.Context(), id, sid, ereq)
 		if err != nil {
+			s.observeExec(start, err)
 			writeError(w, err)
 			return
 		}
@@ -43,15 +45,15 @@ func (s *Service) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.execStream(w, r, ereq)
 	default:
 		res, err := s.mgr.Exec(r.Context(), id, sid, ereq)
+		defer res.Release()
+		s.observeExec(start, err)
 		if err != nil {
 			if res.CommandID == "" {
 				writeError(w, err)
 			}
 			return // the client went away; the command was stopped
 		}
-		out := execResult(res.ExecResult, true)
-		out.Resumed = res.Resumed
-		writeJSON(w, http.StatusOK, out)
+		writeExecAnswer(w, res)
 	}
 }
 
@@ -63,18 +65,21 @@ func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 	}
 	const maxTimeout = int64(time.Duration(math.MaxInt64) / time.Millisecond)
 	if req.TimeoutMS < 0 || req.TimeoutMS > maxTimeout {
-		return out, fmt.Errorf("%w: timeout_ms must be between 0 (none) and %d", errInvalid, maxTimeout)
+		return out, fmt.Errorf("%w: timeout_ms must be a number of milliseconds from 1 to %d (about 292 years), or 0 for no limit; got %d", errInvalid, maxTimeout, req.TimeoutMS)
 	}
 	out.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	switch {
 	case req.TTY:
-		tty := session.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80)}
+		tty := session.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80), Term: cmp.Or(req.Term, defaultTerm)}
 		if err := pty.ValidSize(tty.Rows, tty.Cols); err != nil {
 			return out, fmt.Errorf("%w: %v", errInvalid, err)
 		}
+		if !validTerm(tty.Term) {
+			return out, fmt.Errorf("%w: term must be a terminal type such as xterm-256color (letters, digits and .+-_, at most 64), got %q", errInvalid, tty.Term)
+		}
 		out.TTY = &tty
-	case req.Rows != 0 || req.Cols != 0:
-		return out, fmt.Errorf("%w: rows and cols go with \"tty\": true", errInvalid)
+	case req.Rows != 0 || req.Cols != 0 || req.Term != "":
+		return out, fmt.Errorf("%w: rows, cols and term go with \"tty\": true", errInvalid)
 	}
 	switch {
 	case req.Stdin != nil && req.StdinBase64 != "":
@@ -138,8 +143,10 @@ func (s *Service) execStream(w http.ResponseWriter, r *http.Request, req workspa
 	}
 	id, sid := r.PathValue("id"), r.PathValue("sid")
 	ctx := r.Context()
-	cid, err := s.mgr.StartCommand(ctx, id, sid, req)
+	start := time.Now()
+	cid, resumed, err := s.mgr.StartCommand(ctx, id, sid, req)
 	if err != nil {
+		s.observeExec(start, err)
 		writeError(w, err)
 		return
 	}
@@ -190,6 +197,7 @@ func (s *Service) execStream(w http.ResponseWriter, r *http.Request, req workspa
 		}
 		ev := client.StreamEvent{Offset: c.offset}
 		ev.Data, ev.DataBase64 = textAndBase64(c.data)
+		s.metrics.Streamed("output", len(c.data))
 		writeEvent(w, c.stream, ev)
 		fl.Flush()
 	}
@@ -199,12 +207,14 @@ func (s *Service) execStream(w http.ResponseWriter, r *http.Request, req workspa
 		return
 	}
 	res, err := s.mgr.Wait(ctx, id, sid, cid)
+	s.observeExec(start, err)
 	if err != nil {
 		writeEvent(w, "error", client.StreamEvent{Data: err.Error()})
 		fl.Flush()
 		return
 	}
 	r2 := execResult(res, false)
+	r2.Resumed = resumed
 	writeEvent(w, "exit", client.StreamEvent{Result: &r2})
 	fl.Flush()
 }
@@ -212,4 +222,31 @@ func (s *Service) execStream(w http.ResponseWriter, r *http.Request, req workspa
 func writeEvent(w io.Writer, event string, ev client.StreamEvent) {
 	b, _ := json.Marshal(ev)
 	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+}
+
+// defaultTerm is TERM for a command on a terminal when the request names
+// none: what terminals in use today are.
+const defaultTerm = "xterm-256color"
+
+// validTerm reports whether term can be a terminal type (a terminfo name).
+func validTerm(term string) bool {
+	if term == "" || len(term) > 64 {
+		return false
+	}
+	for _, r := range term {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(".+-_", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// observeExec counts an exec in the metrics: its latency when it finished,
+// its error code when it failed.
+func (s *Service) observeExec(start time.Time, err error) {
+	code := ""
+	if err != nil {
+		_, code = status(err)
+	}
+	s.metrics.Exec(code, time.Since(start))
 }

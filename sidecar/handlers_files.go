@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
 // handleFiles serves GET (a file's bytes, or a directory's listing as
@@ -24,7 +27,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 	case http.MethodGet, http.MethodHead:
 		f, ents, err := s.mgr.ReadFile(r.Context(), id, rest)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, fileError(err, id, rest))
 			return
 		}
 		if f == nil {
@@ -47,9 +50,15 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 			_, _ = io.Copy(w, f)
 		}
 	case http.MethodPut:
-		res, err := s.mgr.WriteFile(r.Context(), id, rest, http.MaxBytesReader(w, r.Body, s.mgr.MaxFileBytes()))
+		limit := s.mgr.MaxFileBytes()
+		res, err := s.mgr.WriteFile(r.Context(), id, rest, http.MaxBytesReader(w, r.Body, limit))
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = fmt.Errorf("%w: the file is larger than the limit of %d bytes (%d MiB) for one write: "+
+				"write it in parts, or copy it into the workspace another way (git, a download inside it)", errTooLarge, limit, limit>>20)
+		}
 		if err != nil {
-			writeError(w, err)
+			writeError(w, fileError(err, id, rest))
 			return
 		}
 		code := http.StatusOK
@@ -60,7 +69,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 		writeJSON(w, code, map[string]any{"path": rel, "size": res.Size})
 	case http.MethodDelete:
 		if err := s.mgr.DeleteFile(r.Context(), id, rest); err != nil {
-			writeError(w, err)
+			writeError(w, fileError(err, id, rest))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -72,4 +81,13 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 
 func fileInfo(e agent.FileInfo) client.FileInfo {
 	return client.FileInfo{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fs.FileMode(e.Mode).String(), ModTime: e.ModTime}
+}
+
+// fileError says a missing file in the user's terms: the agent's answer
+// names the system call (openat, statat ...) that found nothing.
+func fileError(err error, id, rest string) error {
+	if errors.Is(err, session.ErrNotFound) && !errors.Is(err, workspace.ErrNotFound) {
+		return fmt.Errorf("%w: no file or directory /workspace/%s in workspace %s", errNotFound, strings.Trim(rest, "/"), id)
+	}
+	return err
 }

@@ -18,7 +18,7 @@ func (s *Service) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, client.Diff{
 		Base: d.Base, Commit: d.Commit, Text: d.Text, Files: fileStats(d.Files),
-		Truncated: d.Truncated, FilesTruncated: d.FilesTruncated, Uncommitted: d.Uncommitted,
+		Truncated: d.Truncated, FilesTruncated: d.FilesTruncated, Uncommitted: d.Uncommitted, Repaired: d.Repaired,
 	})
 }
 
@@ -45,7 +45,7 @@ func (s *Service) handleCommit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, client.CommitResult{Commit: res.Commit, Committed: res.Committed, Reviewed: res.Reviewed})
+	writeJSON(w, http.StatusOK, client.CommitResult{Commit: res.Commit, Committed: res.Committed, Reviewed: res.Reviewed, Repaired: res.Repaired})
 }
 
 func (s *Service) handleMerge(w http.ResponseWriter, r *http.Request) {

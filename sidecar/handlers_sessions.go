@@ -92,6 +92,15 @@ func (s *Service) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (s *Service) handleRestartSession(w http.ResponseWriter, r *http.Request) {
+	inf, err := s.mgr.RestartSession(r.Context(), r.PathValue("id"), r.PathValue("sid"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionView(inf))
+}
+
 func (s *Service) handleSetEnv(w http.ResponseWriter, r *http.Request) {
 	var req client.SetEnvRequest
 	if err := decode(w, r, &req, s.cfg.MaxBodyBytes, false); err != nil {
@@ -180,25 +189,27 @@ func (s *Service) handleOutput(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	copyFlushing(w, out)
+	s.metrics.Streamed("output", int(copyFlushing(w, out)))
 }
 
-// copyFlushing copies r to w, flushing each chunk (live output).
-func copyFlushing(w http.ResponseWriter, r io.Reader) {
+// copyFlushing copies r to w, flushing each chunk (live output), and
+// says how many bytes it wrote.
+func copyFlushing(w http.ResponseWriter, r io.Reader) (written int64) {
 	fl, _ := w.(http.Flusher)
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				return written
 			}
+			written += int64(n)
 			if fl != nil {
 				fl.Flush()
 			}
 		}
 		if err != nil {
-			return
+			return written
 		}
 	}
 }

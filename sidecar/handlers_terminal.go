@@ -36,8 +36,10 @@ func (s *Service) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer t.Close()
-	// The token, not the Origin, authenticates: a page elsewhere that has
-	// the token may connect (browsers send no credentials of ours).
+	// The bearer authenticates (before this handler: bearerOK): the token
+	// from any page or program; a console key only with the console's own
+	// Origin, so a page on another port of the host (a workspace's forward)
+	// cannot use one.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return // Accept has answered
@@ -49,13 +51,13 @@ func (s *Service) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	if wsWrite(ctx, ws, websocket.MessageText, jsonMsg(client.TerminalMessage{Type: "hello", Session: sid, Offset: &off, Started: t.Head.Started, Resumed: resumed})) != nil {
 		return
 	}
-	go terminalToClient(ctx, t, ws)
+	go terminalToClient(ctx, t, ws, func(n int) { s.metrics.Streamed("terminal", n) })
 	clientToTerminal(ctx, ws, t)
 }
 
 // terminalToClient sends the terminal's output, then its exit, and closes
 // the WebSocket normally.
-func terminalToClient(ctx context.Context, t *agent.Terminal, ws *websocket.Conn) {
+func terminalToClient(ctx context.Context, t *agent.Terminal, ws *websocket.Conn, sent func(int)) {
 	for {
 		ev, err := t.Next()
 		if err != nil {
@@ -72,6 +74,7 @@ func terminalToClient(ctx context.Context, t *agent.Terminal, ws *websocket.Conn
 			ws.CloseNow()
 			return
 		}
+		sent(len(ev.Output))
 	}
 }
 

@@ -1,16 +1,20 @@
 package sidecar
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
 )
@@ -43,6 +47,7 @@ func (s *Service) routeTable() []route {
 		{"GET /v1/workspaces/{id}/sessions/{sid}", s.handleGetSession},
 		{"DELETE /v1/workspaces/{id}/sessions/{sid}", s.handleDeleteSession},
 		{"POST /v1/workspaces/{id}/sessions/{sid}/env", s.handleSetEnv},
+		{"POST /v1/workspaces/{id}/sessions/{sid}/restart", s.handleRestartSession},
 		{"POST /v1/workspaces/{id}/sessions/{sid}/exec", s.handleExec},
 		{"GET /v1/workspaces/{id}/sessions/{sid}/terminal", s.handleTerminal},
 		{"GET /v1/workspaces/{id}/sessions/{sid}/commands", s.handleHistory},
@@ -62,10 +67,19 @@ func (s *Service) routeTable() []route {
 		{"DELETE /v1/workspaces/{id}/ports/{port}", s.handleClosePort},
 		{"DELETE /v1/workspaces/{id}/ports", s.handleClosePort},
 
+		{"POST /v1/templates", s.handleBuildTemplate},
+		{"GET /v1/templates", s.handleListTemplates},
+		{"GET /v1/templates/{name}", s.handleGetTemplate},
+		{"DELETE /v1/templates/{name}", s.handleDeleteTemplate},
+
 		{"PUT /v1/secrets/{name}", s.handleSetSecret},
 		{"GET /v1/secrets", s.handleListSecrets},
 		{"GET /v1/secrets/{name}", s.handleGetSecret},
 		{"DELETE /v1/secrets/{name}", s.handleDeleteSecret},
+
+		// The web console's (handlers_console.go, handlers_events.go).
+		{"GET /v1/events", s.handleEvents},
+		{"POST /v1/console/codes", s.handleConsoleCode},
 	}
 }
 
@@ -93,6 +107,9 @@ func (s *Service) routes() http.Handler {
 	for _, r := range s.routeTable() {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
+	for _, r := range s.pageRoutes() {
+		mux.HandleFunc(r.pattern, r.handler)
+	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowed(mux, r); len(allow) > 0 {
@@ -103,6 +120,16 @@ func (s *Service) routes() http.Handler {
 		writeError(w, fmt.Errorf("%w: no such endpoint %s %s", errNotFound, r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.log != nil && s.log.Enabled(r.Context(), slog.LevelDebug) {
+			// One line per request with --log-level debug: never the query
+			// (a terminal's may hold the token) nor a body.
+			sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+			start := time.Now()
+			defer func() {
+				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration_ms", time.Since(start).Milliseconds())
+			}()
+			w = sw
+		}
 		if strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != openAPIPath && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="patina"`)
 			writeError(w, fmt.Errorf("%w: send Authorization: Bearer <token> (the token is in the sidecar's state directory)", errUnauthorized))
@@ -158,11 +185,34 @@ func (s *Service) authorized(r *http.Request) bool {
 		// A browser cannot set headers on a WebSocket: a terminal may
 		// take the token as ?token=.
 		if q := r.URL.Query().Get("token"); q != "" && terminalPath.MatchString(r.URL.Path) {
-			return subtle.ConstantTimeCompare([]byte(q), []byte(s.token)) == 1
+			return s.bearerOK(r, q)
 		}
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.token)) == 1
+	return s.bearerOK(r, strings.TrimSpace(tok))
+}
+
+// bearerOK says whether tok is the token, or a live browser key of the web
+// console that r may use (console.KeyOK: a terminal's WebSocket only from
+// the console's own origin). The preview cookie's secret never is.
+func (s *Service) bearerOK(r *http.Request, tok string) bool {
+	if s.isToken(tok) {
+		return true
+	}
+	ws := terminalPath.MatchString(r.URL.Path) || strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+	return s.console.KeyOK(r, tok, ws)
+}
+
+// isToken says whether tok is the sidecar's token itself.
+func (s *Service) isToken(tok string) bool {
+	return s.token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) == 1
+}
+
+// tokenBearer says whether r's bearer is the sidecar's token itself (not a
+// browser key).
+func (s *Service) tokenBearer(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && s.isToken(strings.TrimSpace(tok))
 }
 
 func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -191,7 +241,7 @@ func writeError(w http.ResponseWriter, err error) {
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(client.ErrorBody{Error: err.Error(), Code: c})
+	_ = enc.Encode(client.ErrorBody{Error: message(err), Code: c})
 }
 
 // decode reads a JSON body into v: at most limit bytes (else errTooLarge),
@@ -261,3 +311,31 @@ func exactFields(raw json.RawMessage, v any) error {
 	}
 	return nil
 }
+
+// statusWriter records the status a handler answered, for the debug log.
+// It passes on Flush and Hijack (SSE, WebSocket) and unwraps for
+// http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.code == http.StatusOK {
+		w.code = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -18,10 +18,14 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 
+	"github.com/patina-dev/patina/sidecar/budget"
+	"github.com/patina-dev/patina/sidecar/console"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/metrics"
 	"github.com/patina-dev/patina/sidecar/secrets"
+	"github.com/patina-dev/patina/sidecar/template"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -46,7 +50,13 @@ type Service struct {
 	net    *boundary
 	vault  *secrets.Vault
 	mgr    *workspace.Manager
+	tpl    *template.Manager // nil: no templates
 	token  string
+	// console is the web console (package console): its page, sign-in and
+	// browser keys; metrics are the operators' figures (GET /metrics).
+	console    *console.Console
+	metrics    *metrics.Metrics
+	eventSlots chan struct{} // bounds GET /v1/events streams
 
 	lock    *os.File // flock on StateDir/serve.lock while serving
 	ln      net.Listener
@@ -99,7 +109,16 @@ func New(cfg Config) (*Service, error) {
 	nb.hook = vault
 	images := imageEnsurer{m: image.New(image.Config{}, cfg.Docker, logger), log: logger}
 	disks, disksWhy := openDisks(cfg, eng, abs, logger)
+	// Templates are built through the engine's own build API: a Docker
+	// client that has one (every real one; not a test's fake).
+	var templates *template.Manager
+	var wsTemplates workspace.Templates
+	if api, ok := cfg.Docker.(template.API); ok {
+		templates = template.New(template.Config{StateDir: abs, Logger: logger, Runtime: cfg.Runtime, CPUs: cfg.DefaultCPUs}, api)
+		wsTemplates = templates
+	}
 	mgr, err := workspace.New(workspace.Config{
+		Budget:          budget.New(cfg.MemoryBudgetBytes),
 		StateDir:        abs,
 		DefaultImage:    cfg.DefaultImage,
 		DefaultMemoryMB: cfg.DefaultMemoryMB,
@@ -112,6 +131,7 @@ func New(cfg Config) (*Service, error) {
 		StopTimeout:     cfg.StopTimeout,
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
+		WarmPool:        cfg.WarmPool,
 		Network:         nb,
 		Secrets:         vault,
 		Redactor:        redactor,
@@ -119,6 +139,7 @@ func New(cfg Config) (*Service, error) {
 		Disks:           disks,
 		DisksWhy:        disksWhy,
 		DefaultDiskMB:   cfg.DefaultDiskMB,
+		Templates:       wsTemplates,
 		Logger:          logger,
 	}, eng, images)
 	if err != nil {
@@ -133,8 +154,13 @@ func New(cfg Config) (*Service, error) {
 		net:    nb,
 		vault:  vault,
 		mgr:    mgr,
+		tpl:    templates,
 		token:  tok,
 		done:   make(chan struct{}),
+
+		console:    console.New(console.Config{Token: tok, Logger: logger}),
+		metrics:    metrics.New(mgr),
+		eventSlots: make(chan struct{}, maxEventStreams),
 	}, nil
 }
 
@@ -226,7 +252,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.writeDiscovery(); err != nil {
 		s.log.Warn("write sidecar.json", "err", err)
 	}
-	s.log.Info("listening", "addr", s.Addr(), "state_dir", s.cfg.StateDir, "agent_transport", s.eng.Transport(), "local_engine", s.eng.Local())
+	s.log.Info("listening", "addr", s.Addr(), "state_dir", s.cfg.StateDir, "agent_transport", s.eng.Transport(), "local_engine", s.eng.Local(), "runtime", cmp.Or(s.cfg.Runtime, "runc"))
 	return nil
 }
 
@@ -301,9 +327,13 @@ func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error)
 			StateDir:  stateDir,
 			Binary:    cfg.AgentBinary,
 			Transport: cfg.AgentTransport,
+			Runtime:   cfg.Runtime,
 			Logger:    logger,
 		})
 	case "swarm":
+		if cfg.Runtime != "" && cfg.Runtime != container.RuntimeRunc {
+			return nil, fmt.Errorf("%w: runtime %s needs --engine docker (a Swarm service cannot choose its runtime)", errInvalid, cfg.Runtime)
+		}
 		api, ok := cfg.Docker.(container.SwarmAPI)
 		if !ok {
 			return nil, fmt.Errorf("%w: --engine swarm needs a full Docker client", errInvalid)

@@ -22,7 +22,7 @@ package tests
 // untested. The engine-free checks of the module (wiring, help text, cache
 // pragmas, generated code) are the root package's tests and hack/daggergen's
 // -check; the workspace functions' logic is tested against a real sidecar
-// in internal/wsglue.
+// in internal/daggerws.
 //
 // An engine that cannot resolve the module's pinned images (no registry,
 // or a mirror) is given others with PATINA_E2E_GO_IMAGE and

@@ -45,6 +45,13 @@ type SecondEngine struct {
 // filesystem.
 func StartSecondEngine(t testing.TB) *SecondEngine {
 	t.Helper()
+	return startEngine(t, nil)
+}
+
+// startEngine starts a second engine whose daemon.json has more settings
+// (runtimes, say) besides its storage driver.
+func startEngine(t testing.TB, settings map[string]any) *SecondEngine {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a second Docker engine (skipped with -short)")
 	}
@@ -97,7 +104,11 @@ func StartSecondEngine(t testing.TB) *SecondEngine {
 	if err := os.MkdirAll(e.run, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := json.Marshal(map[string]any{"storage-driver": driver})
+	daemon := map[string]any{"storage-driver": driver}
+	for k, v := range settings {
+		daemon[k] = v
+	}
+	cfg, _ := json.Marshal(daemon)
 	if err := os.WriteFile(filepath.Join(e.dir, "daemon.json"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}

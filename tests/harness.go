@@ -160,6 +160,7 @@ func StartWith(t testing.TB, stateDir, token string, env, args []string) *Harnes
 func StartBinary(t testing.TB, bin, stateDir, token string, env, args []string) *Harness {
 	t.Helper()
 	RequireDocker(t)
+	env = append(runscEnv(), env...) // under runsc, its engine (a test's own DOCKER_HOST wins)
 	h := &Harness{t: t, Bin: bin, StateDir: stateDir, Token: token, Env: env, Args: args}
 	// The clients first: cleanups run last-first, so theirs (which stop
 	// failing t) run after h.cleanup, whose requests they check too.
@@ -175,7 +176,7 @@ func (h *Harness) Launch() {
 	h.t.Helper()
 	_ = os.Remove(filepath.Join(h.StateDir, "sidecar.json"))
 	logs := &syncbuf.Buffer{}
-	cmd := exec.Command(h.Bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug"}, h.Args...)...)
+	cmd := runscCommand(h.Bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", h.StateDir, "--token", h.Token, "--log-level", "debug"}, h.Args...))
 	cmd.Env = append(os.Environ(), h.Env...)
 	cmd.Stdout = logs
 	cmd.Stderr = logs

@@ -11,13 +11,16 @@ import (
 	"compress/zlib"
 	"context"
 	"crypto/sha1"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,7 +178,12 @@ func TestHostileSetuidAndDevices(t *testing.T) {
 		t.Fatal("mknod worked in the workspace")
 	}
 	mi := h.Out("suid", "default", "grep ' /workspace ' /proc/self/mountinfo")
-	if !strings.Contains(mi, "nosuid") || !strings.Contains(mi, "nodev") {
+	switch {
+	case underRunsc():
+		// gVisor's kernel shows its own mount (a 9p mount of its gofer)
+		// without the host mount's flags; the host's side is checked below.
+		t.Logf("under runsc /workspace is %q", strings.TrimSpace(mi))
+	case !strings.Contains(mi, "nosuid") || !strings.Contains(mi, "nodev"):
 		t.Fatalf("exp /workspace nosuid,nodev, got %q", mi)
 	}
 	// On the host: the planted binary runs without privileges, if a host
@@ -260,6 +268,7 @@ func TestHostileAgent(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 			cpu0, wall0 := h.cpuTime(), time.Now()
+			stopped := false
 			for i := 0; i < 3; i++ {
 				start := time.Now()
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -271,6 +280,14 @@ func TestHostileAgent(t *testing.T) {
 					t.Logf("call %d: the sidecar recovered the real agent (%s)", i, d)
 				case IsCode(err, client.CodeAgentUnavailable):
 					t.Logf("call %d: agent_unavailable in %s: %v", i, d, err)
+				case underRunsc() && IsCode(err, client.CodeStopped):
+					// Seen under runsc 20221219 with "frames": the exec
+					// relays of the sidecar's reconnections pile up in the
+					// sandbox until its shim ends: the hostile workspace
+					// stops (its own loss). What follows still checks the
+					// sidecar and the bystander.
+					t.Logf("call %d: the hostile workspace stopped under runsc in %s: %v", i, d, err)
+					stopped = true
 				default:
 					t.Fatalf("call %d: exp agent_unavailable or a recovered agent, got %+v %v", i, res, err)
 				}
@@ -286,7 +303,7 @@ func TestHostileAgent(t *testing.T) {
 			} else {
 				t.Logf("the sidecar used %s of CPU in %s of calls", cpu, wall)
 			}
-			if _, err := h.Client.ListSessions(ctx, "evil"); err != nil && !IsCode(err, client.CodeAgentUnavailable) {
+			if _, err := h.Client.ListSessions(ctx, "evil"); err != nil && !IsCode(err, client.CodeAgentUnavailable) && !(stopped && IsCode(err, client.CodeStopped)) {
 				t.Fatalf("list sessions: %v", err)
 			}
 			h.responsive("bystander")
@@ -298,6 +315,9 @@ func TestHostileAgent(t *testing.T) {
 				t.Fatalf("the sidecar holds a descriptor from the workspace:\n%s", fds)
 			}
 			w, err := h.Client.GetWorkspace(ctx, "evil")
+			if err == nil && stopped && w.Status == "stopped" {
+				return
+			}
 			if err != nil || w.Agent == nil {
 				t.Fatalf("workspace: %+v %v", w, err)
 			}
@@ -410,7 +430,7 @@ func TestHostileGitCannotHarmRepository(t *testing.T) {
 	for _, cmd := range []string{
 		"rm -r /.patina/repo/objects/pack",
 		"touch /.patina/repo/objects/x",
-		"ls " + filepath.Join(repo, ".git"),
+		"test -e " + filepath.Join(repo, ".git"), // not ls: see runsc.go on statx
 		"git push " + repo + " HEAD:refs/heads/main",
 	} {
 		if res := h.Exec("wrecker", "default", cmd); res.ExitCode == 0 {
@@ -584,31 +604,62 @@ func TestForgedNoteChangesNothing(t *testing.T) {
 	if !strings.Contains(w.Notice, "disagrees") {
 		t.Fatalf("exp the disagreement reported, got notice %q", w.Notice)
 	}
-	if got := h.Out("noted", "default", "ls /workspace"); !strings.Contains(got, "a.txt") {
+	if got := h.Out("noted", "default", "cd /workspace && echo *"); !strings.Contains(got, "a.txt") {
 		t.Fatalf("the workspace's files: %q", got)
 	}
 	_ = errors.New
 }
 
-// A workspace's agent is started by its container's init, with its token in
-// the container's environment: root in the workspace can read its own
-// token (as it could from the agent's own environment before), its
-// sessions do not inherit it, each workspace has its own, and killing that
-// agent costs only a restart the API reports.
+// A workspace's agent token is not for the workspace: root in it hunts for
+// it everywhere a process can look (the environment of every process,
+// /proc/*/cmdline, its own environment, files outside /proc, /sys and
+// /dev) and finds nothing, neither from the container's init (which gets
+// the first agent's token in the container's environment) nor from an
+// agent the sidecar starts later with docker exec; killing its agent costs
+// only a restart the API reports, and each workspace has its own token.
 func TestHostileAgentToken(t *testing.T) {
 	h := Start(t)
-	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "evil"})
-	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
-	const read = `tr '\0' '\n' </proc/1/environ | grep '^PATINA_AGENT_TOKEN='; env | grep -c '^PATINA_AGENT_TOKEN=' || true`
-	evil, other := h.Exec("evil", "default", read), h.Exec("bystander", "default", read)
-	lines := strings.Split(evil.Stdout, "\n")
-	if len(lines) < 2 || !strings.HasPrefix(lines[0], "PATINA_AGENT_TOKEN=") || len(lines[0]) < len("PATINA_AGENT_TOKEN=")+16 || lines[1] != "0" {
-		t.Fatalf("exp the init's token in /proc/1/environ and none in the session: %q", evil.Stdout)
+	evil := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "evil"})
+	bystander := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "bystander"})
+	tokens := agentTokens(t, h.StateDir)
+	if len(tokens) != 2 || tokens[evil.ID] == "" || tokens[evil.ID] == tokens[bystander.ID] {
+		t.Fatalf("exp two different agent tokens in the sidecar's state, got %d: %v", len(tokens), tokens)
 	}
-	if strings.SplitN(other.Stdout, "\n", 2)[0] == lines[0] {
-		t.Fatalf("two workspaces share an agent token: %q", lines[0])
+	// The hunt: prints every place the token (or the variable with a
+	// value) was found, then "done". The token is given in two halves, so
+	// that the command's own text (in the session's history) does not
+	// hold it, and joined in a subshell, so that the session's state
+	// snapshot does not either.
+	hunt := func(token string) string {
+		return `(a=` + token[:len(token)/2] + `; b=` + token[len(token)/2:] + `; t="$a$b"
+for p in /proc/[0-9]*; do
+  for f in environ cmdline; do
+    if tr '\0' '\n' <"$p/$f" 2>/dev/null | grep -qE "$t|^PATINA_AGENT_TOKEN=[^[:space:]]"; then echo "found in $p/$f"; fi
+  done
+done
+env | grep -q "$t" && echo "found in the session's env"
+grep -rlsF -e "$t" --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev / | sed 's/^/found in file /'
+echo done)`
 	}
-	res := h.Exec("evil", "default", `pkill -9 -f "agent serve"; sleep 0.5; echo after`)
+	check := func(when string) {
+		t.Helper()
+		res := h.ExecReq("evil", "default", client.ExecRequest{Command: hunt(tokens[evil.ID]), TimeoutMS: 120000})
+		if underRunsc() {
+			// gVisor serves /proc/<pid>/environ from a process's initial
+			// environment, which patina's init and agent cannot overwrite:
+			// there root in the workspace reads its own agent's token from
+			// their environ (README, "Runtimes"); nowhere else.
+			res.Stdout = regexp.MustCompile(`(?m)^found in /proc/[0-9]+/environ\n`).ReplaceAllString(res.Stdout, "")
+		}
+		if res.Stdout != "done\n" || res.ExitCode != 0 {
+			t.Fatalf("%s: the workspace found its agent's token: %+v", when, res)
+		}
+	}
+	check("agent started by the container's init")
+
+	// Every agent but the init (pid 1, whose command line names the first
+	// agent's): see TestKillInit.
+	res := h.Exec("evil", "default", `for p in $(pgrep -f "agent serve"); do [ "$p" = 1 ] || kill -9 "$p"; done; sleep 0.5; echo after`)
 	if res.Stdout != "after\n" {
 		t.Fatalf("exp the command to outlive its agent: %+v", res)
 	}
@@ -617,7 +668,36 @@ func TestHostileAgentToken(t *testing.T) {
 	if err != nil || w.Agent == nil || w.Agent.Restarts < 1 {
 		t.Fatalf("exp a reported agent restart: %+v %v", w.Agent, err)
 	}
+	check("agent started again by the sidecar (docker exec)")
 	h.responsive("bystander")
+}
+
+// agentTokens reads the agent token of every workspace from the sidecar's
+// state directory (by workspace id).
+func agentTokens(t *testing.T, stateDir string) map[string]string {
+	t.Helper()
+	tokens := map[string]string{}
+	err := filepath.WalkDir(stateDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		var md struct {
+			ID         string `json:"id"`
+			AgentToken string `json:"agent_token"`
+		}
+		if json.Unmarshal(b, &md) == nil && md.ID != "" && md.AgentToken != "" {
+			tokens[md.ID] = md.AgentToken
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens
 }
 
 // gitPeak samples, every millisecond until stop is called, the peak
@@ -776,8 +856,15 @@ git status --short`)
 		if !IsCode(err, client.CodeTooLarge) || !strings.Contains(err.Error(), "over patina's limit of 512 MiB") {
 			t.Errorf("%s: exp 413 naming the limit, got %v", name, err)
 		}
-		if took > time.Second {
-			t.Errorf("%s: exp the refusal within a second, took %s", name, took)
+		// Under runsc the workspace's side (git making the pack, the exec
+		// relay carrying it) runs on gVisor: 0.6 to 2.1 s seen there on a
+		// loaded machine. The host's bound (its git's memory) is the same.
+		within := time.Second
+		if underRunsc() {
+			within = 5 * time.Second
+		}
+		if took > within {
+			t.Errorf("%s: exp the refusal within %s, took %s", name, within, took)
 		}
 	}
 	peak := stop()

@@ -21,9 +21,9 @@ import (
 
 // mcpTools are the tools `patina mcp` offers.
 var mcpTools = []string{
-	"command_output", "command_signal", "commit", "diff", "file_delete", "file_edit", "file_list",
-	"file_read", "file_write", "log", "merge", "network_restrict", "port_forward", "run", "workspace_create", "workspace_delete",
-	"workspace_fork", "workspace_list",
+	"apply", "command_output", "command_signal", "commit", "diff", "file_delete", "file_edit", "file_list",
+	"file_read", "file_write", "log", "merge", "network_restrict", "port_forward", "run", "session_list", "workspace_create", "workspace_delete",
+	"workspace_fork", "workspace_list", "workspace_start", "workspace_stop",
 }
 
 // mcpProc is a `patina mcp` subprocess driven by the SDK's client.
@@ -309,4 +309,156 @@ func removeContainers(t testing.TB, stateDir string) {
 	}
 	defer dc.Close()
 	_ = container.Cleanup(ctx, dc, stateDir)
+}
+
+// Issue 26 item 3: a malformed line is answered with a JSON-RPC error and
+// `patina mcp` reads on; a truncated line does not swallow the next request.
+func TestMCPMalformedLines(t *testing.T) {
+	h := Start(t)
+	cmd := exec.Command(Binary(t), "mcp", "--state-dir", h.StateDir, "--token", h.Token, "--no-start")
+	cmd.Env = envWithout()
+	stderr := &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("patina mcp stderr:\n%s", lastLines(stderr.String(), 40))
+		}
+	})
+	type answer struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+		Result json.RawMessage `json:"result"`
+	}
+	lines := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 0, 1<<20)
+		for {
+			var one [1]byte
+			if _, err := stdout.Read(one[:]); err != nil {
+				close(lines)
+				return
+			}
+			if one[0] == '\n' {
+				lines <- string(buf)
+				buf = buf[:0]
+				continue
+			}
+			buf = append(buf, one[0])
+		}
+	}()
+	next := func(what string) answer {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: patina mcp closed its output (exit: %v)", what, <-exited)
+			}
+			var a answer
+			if err := json.Unmarshal([]byte(l), &a); err != nil {
+				t.Fatalf("%s: not JSON: %q", what, l)
+			}
+			return a
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("%s: no answer in 2 minutes", what)
+		}
+		return answer{}
+	}
+	send := func(l string) {
+		t.Helper()
+		if _, err := stdin.Write([]byte(l + "\n")); err != nil {
+			t.Fatalf("write %q: %v", l, err)
+		}
+	}
+	send(`not json at all`)
+	if a := next("not json"); a.Error == nil || a.Error.Code != -32700 {
+		t.Fatalf("not json: exp error -32700, got %+v", a)
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if a := next("initialize"); string(a.ID) != "1" || a.Error != nil {
+		t.Fatalf("initialize after a malformed line: %+v", a)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workspace_li`)
+	if a := next("truncated"); a.Error == nil || a.Error.Code != -32700 {
+		t.Fatalf("truncated line: exp error -32700, got %+v", a)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"workspace_list","arguments":{}}}`)
+	if a := next("workspace_list"); string(a.ID) != "3" || a.Error != nil || len(a.Result) == 0 {
+		t.Fatalf("workspace_list after a truncated line: %+v", a)
+	}
+	stdin.Close()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("patina mcp exited with %v when its input ended", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("patina mcp did not exit when its input ended")
+	}
+}
+
+// Issue 26 item 17: the tools and options an agent was missing, through
+// `patina mcp` against a real sidecar.
+func TestMCPAgentTools(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	p := startMCP(t, envWithout(), "--state-dir", h.StateDir, "--token", h.Token, "--no-start")
+
+	p.ok("workspace_create", map[string]any{"name": "agent", "repo": repo, "env": map[string]any{"GREETING": "hi"},
+		"memory_mb": 512, "pids_limit": 256, "idle_stop": "30m", "network_none": true})
+	ws, err := h.Client.GetWorkspace(context.Background(), "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.Network.Mode != "none" || ws.MemoryMB != 512 || ws.PidsLimit != 256 {
+		t.Fatalf("create options not applied: network %+v memory %d pids %d", ws.Network, ws.MemoryMB, ws.PidsLimit)
+	}
+	res := p.call("run", map[string]any{"workspace": "agent", "command": `echo "$GREETING"; tr a-z A-Z`, "stdin": "shout\n"})
+	if got := mcpField(t, res, "stdout"); got != "hi\nSHOUT\n" {
+		t.Fatalf("run with env and stdin: exp %q, got %v (%s)", "hi\nSHOUT\n", got, mcpText(res))
+	}
+	p.ok("run", map[string]any{"workspace": "agent", "command": "cd /tmp", "session": "build"})
+	text := p.ok("session_list", map[string]any{"workspace": "agent"})
+	if !strings.Contains(text, "build: idle in /tmp") || !strings.Contains(text, "default:") {
+		t.Fatalf("session_list: %s", text)
+	}
+	if text := p.ok("workspace_stop", map[string]any{"workspace": "agent"}); !strings.Contains(text, "stopped") {
+		t.Fatalf("workspace_stop: %s", text)
+	}
+	if text := p.ok("workspace_start", map[string]any{"workspace": "agent"}); !strings.Contains(text, "running") {
+		t.Fatalf("workspace_start: %s", text)
+	}
+	p.ok("run", map[string]any{"workspace": "agent", "command": "echo b > b.txt"})
+	res = p.call("apply", map[string]any{"workspace": "agent"})
+	if res.IsError || !strings.Contains(mcpText(res), "b.txt") {
+		t.Fatalf("apply: %s", mcpText(res))
+	}
+	if out, err := exec.Command("git", "-C", repo, "diff", "--cached", "--name-only").Output(); err != nil || string(out) != "b.txt\n" {
+		t.Fatalf("apply staged %q (%v), exp b.txt", out, err)
+	}
+	p.ok("workspace_delete", map[string]any{"workspace": "agent"})
+	if _, err := h.Client.GetWorkspace(context.Background(), "agent"); !IsCode(err, "not_found") {
+		t.Fatalf("workspace_delete by workspace: exp it gone, got %v", err)
+	}
 }

@@ -8,13 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/client"
 
-	"github.com/patina-dev/patina/internal/syncbuf"
 	pclient "github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -61,36 +59,18 @@ func binaryAt(t *testing.T, commit string) string {
 // workspace.
 func TestLegacyWorkspaceMigrated(t *testing.T) {
 	RequireDocker(t)
-	old := legacyBinary(t)
+	oldBin := legacyBinary(t)
 	stateDir, token := t.TempDir(), "legacy-"+fmt.Sprint(time.Now().UnixNano())
 	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
 
 	// The old sidecar: a repository workspace with a commit made inside and
 	// uncommitted work, and a scratch workspace with a file.
-	cmd := exec.Command(old, "serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir, "--token", token)
-	var logs syncbuf.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	defer func() { _ = cmd.Process.Kill() }()
-	var oc *pclient.Client
-	WaitFor(t, "the old sidecar", time.Minute, func() bool {
-		h := &Harness{StateDir: stateDir}
-		if addr := h.discoveredAddr(); addr != "" {
-			oc = pclient.New(addr, token, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return oc.Health(ctx) == nil
-		}
-		return false
-	})
+	old := StartOld(t, oldBin, stateDir, token)
+	oc := old.Client
 	ctx := context.Background()
 	oldRepoWS, err := oc.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: "legacy", Repo: repo})
 	if err != nil {
-		t.Fatalf("old sidecar: create: %v\n%s", err, logs.String())
+		t.Fatalf("old sidecar: create: %v\n%s", err, old.Logs())
 	}
 	if _, err := oc.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: "oldscratch"}); err != nil {
 		t.Fatal(err)
@@ -104,8 +84,7 @@ func TestLegacyWorkspaceMigrated(t *testing.T) {
 			t.Fatalf("old sidecar: exec in %s: %+v %v", ws, res, err)
 		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	<-done
+	old.Stop(t)
 
 	// The new sidecar on the same state directory.
 	h := StartIn(t, stateDir, token, nil)

@@ -6,16 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -135,7 +132,7 @@ func TestHostileObjectsOfAnotherWorkspace(t *testing.T) {
 		}
 	}
 	h.Out("hunter", "default", indexScript)
-	t.Logf("the hunt took %s files", strings.TrimSpace(h.Out("hunter", "default", "ls /tmp/loot | wc -l")))
+	t.Logf("the hunt took %s files", strings.TrimSpace(h.Out("hunter", "default", "set -- /tmp/loot/*; echo $#")))
 
 	// It found and read its own base's objects...
 	if got := h.Out("hunter", "default", "grep -rlaF 'initial' /tmp/loot | wc -l"); strings.TrimSpace(got) == "0" {
@@ -297,7 +294,7 @@ const beforeStores = "c6839ff"
 // uncommitted work kept, and only its base's objects readable.
 func TestWorkspaceBeforeStoresMoves(t *testing.T) {
 	RequireDocker(t)
-	old := binaryAt(t, beforeStores)
+	oldBin := binaryAt(t, beforeStores)
 	stateDir, token := t.TempDir(), "stores-"+fmt.Sprint(time.Now().UnixNano())
 	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
 	gitIn(t, repo, "checkout", "-q", "-b", "other")
@@ -309,37 +306,18 @@ func TestWorkspaceBeforeStoresMoves(t *testing.T) {
 	gitIn(t, repo, "checkout", "-q", "main")
 	otherBlob := strings.TrimSpace(gitIn(t, repo, "rev-parse", "other:other.txt"))
 
-	cmd := exec.Command(old, "serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir, "--token", token)
-	var logs syncbuf.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	defer func() { _ = cmd.Process.Kill() }()
-	var oc *client.Client
-	WaitFor(t, "the old sidecar", time.Minute, func() bool {
-		h := &Harness{StateDir: stateDir}
-		if addr := h.discoveredAddr(); addr != "" {
-			oc = client.New(addr, token, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return oc.Health(ctx) == nil
-		}
-		return false
-	})
+	old := StartOld(t, oldBin, stateDir, token)
+	oc := old.Client
 	ctx := context.Background()
 	ws, err := oc.CreateWorkspace(ctx, client.CreateWorkspaceRequest{Name: "before", Repo: repo})
 	if err != nil {
-		t.Fatalf("old sidecar: create: %v\n%s", err, logs.String())
+		t.Fatalf("old sidecar: create: %v\n%s", err, old.Logs())
 	}
 	res, err := oc.Exec(ctx, "before", "default", client.ExecRequest{Command: "echo kept > /usr/local/share/installed && echo c > c.txt && git add c.txt && git commit -qm inside && echo wip >> a.txt && git cat-file -e " + otherBlob})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("old sidecar: exec (the other branch's blob must be readable there): %+v %v", res, err)
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	<-done
+	old.Stop(t)
 
 	h := StartIn(t, stateDir, token, nil)
 	WaitFor(t, "the workspace adopted", time.Minute, func() bool {

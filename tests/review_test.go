@@ -334,19 +334,11 @@ func (h *Harness) cli(t *testing.T, exp int, args ...string) cliOut {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.Bin, args...)
 	cmd.Env = append(envWithout(), "PATINA_STATE_DIR="+h.StateDir, "PATINA_TOKEN="+h.Token)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("patina %v: %v", args, err)
+	r := runCmd(t, cmd, args)
+	if r.code != exp {
+		t.Fatalf("patina %v: exp exit %d, got %d\nstdout: %s\nstderr: %s", args, exp, r.code, r.stdout, r.stderr)
 	}
-	if code != exp {
-		t.Fatalf("patina %v: exp exit %d, got %d\nstdout: %s\nstderr: %s", args, exp, code, out.String(), errb.String())
-	}
-	return cliOut{out.String(), errb.String()}
+	return cliOut{r.stdout, r.stderr}
 }
 
 // A commit before any diff is what its answer showed: a merge naming no

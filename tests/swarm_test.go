@@ -25,7 +25,7 @@ import (
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/docker/client"
 
-	"github.com/patina-dev/patina/internal/wsglue"
+	"github.com/patina-dev/patina/internal/daggerws"
 	"github.com/patina-dev/patina/sidecar/bench"
 	pclient "github.com/patina-dev/patina/sidecar/client"
 	pcontainer "github.com/patina-dev/patina/sidecar/container"
@@ -535,36 +535,36 @@ func TestSwarm(t *testing.T) {
 	})
 
 	t.Run("the Dagger workspace functions' glue on the cluster", func(t *testing.T) {
-		// The module's workspace functions are internal/wsglue over the
+		// The module's workspace functions are internal/daggerws over the
 		// HTTP API (tests/dagger_test.go runs them on a Dagger engine): the
 		// same calls against the swarm sidecar, on a repository workspace.
-		if _, err := wsglue.Create(ctx, h.Client, wsglue.CreateRequest{Name: "glued", Repo: repo}); err != nil {
+		if _, err := daggerws.Create(ctx, h.Client, daggerws.CreateRequest{Name: "glued", Repo: repo}); err != nil {
 			t.Fatalf("create: %v", err)
 		}
-		out, err := wsglue.Exec(ctx, h.Client, wsglue.ExecRequest{Workspace: "glued", Command: "cd /workspace && echo glued > glued.txt && cat src/b.txt"})
+		out, err := daggerws.Exec(ctx, h.Client, daggerws.ExecRequest{Workspace: "glued", Command: "cd /workspace && echo glued > glued.txt && cat src/b.txt"})
 		if err != nil || out != "b\n" {
 			t.Fatalf("exec: %q %v", out, err)
 		}
-		if d, err := wsglue.Diff(ctx, h.Client, wsglue.DiffRequest{Workspace: "glued"}); err != nil || !strings.Contains(d, "+glued") {
+		if d, err := daggerws.Diff(ctx, h.Client, daggerws.DiffRequest{Workspace: "glued"}); err != nil || !strings.Contains(d, "+glued") {
 			t.Fatalf("diff: %q %v", d, err)
 		}
-		if _, err := wsglue.Commit(ctx, h.Client, wsglue.CommitRequest{Workspace: "glued", Message: "glued"}); err != nil {
+		if _, err := daggerws.Commit(ctx, h.Client, daggerws.CommitRequest{Workspace: "glued", Message: "glued"}); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
-		if _, err := wsglue.Merge(ctx, h.Client, wsglue.MergeRequest{Workspace: "glued"}); err != nil {
+		if _, err := daggerws.Merge(ctx, h.Client, daggerws.MergeRequest{Workspace: "glued"}); err != nil {
 			t.Fatalf("merge: %v", err)
 		}
 		if got := strings.TrimSpace(gitIn(t, repo, "show", "HEAD:glued.txt")); got != "glued" {
 			t.Fatalf("exp the merged file in the repository, got %q", got)
 		}
 		dest := filepath.Join(t.TempDir(), "fetched")
-		if res, err := wsglue.Fetch(ctx, h.Client, wsglue.FetchRequest{Workspace: "glued", Dest: dest}); err != nil || res.Files == 0 {
+		if res, err := daggerws.Fetch(ctx, h.Client, daggerws.FetchRequest{Workspace: "glued", Dest: dest}); err != nil || res.Files == 0 {
 			t.Fatalf("fetch: %+v %v", res, err)
 		}
 		if b, err := os.ReadFile(filepath.Join(dest, "glued.txt")); err != nil || string(b) != "glued\n" {
 			t.Fatalf("fetched file: %q %v", b, err)
 		}
-		if _, err := wsglue.Delete(ctx, h.Client, wsglue.DeleteRequest{Workspace: "glued"}); err != nil {
+		if _, err := daggerws.Delete(ctx, h.Client, daggerws.DeleteRequest{Workspace: "glued"}); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
 	})

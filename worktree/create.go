@@ -80,6 +80,11 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 	if err != nil {
 		return Workspace{}, err
 	}
+	if baseRef == "" && req.Target != "" {
+		if baseRef, err = validateBranch(req.Target); err != nil {
+			return Workspace{}, err
+		}
+	}
 
 	ws := r.newWorkspace(noteState{
 		obj: r.format.anchorID(id),

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/patina-dev/patina/internal/procwait"
 )
 
 // fixedConfig goes before every git command patina runs: no hooks, no
@@ -190,7 +188,6 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	if g.limits.on() {
 		if err := g.limits.apply(cmd.Process.Pid); err != nil {
 			stop()
-			procwait.Exited(cmd.Process)
 			_ = cmd.Wait()
 			return fmt.Errorf("git %s: setting its limits (%s): %w", firstArg(c.args), g.limits, err)
 		}
@@ -215,7 +212,6 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	if stoppedEarly {
 		stop() // git may be blocked writing to a pipe nobody reads
 	}
-	procwait.Exited(cmd.Process) // not in waitid: see internal/procwait
 	werr := cmd.Wait()
 
 	code := 0

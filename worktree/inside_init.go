@@ -52,6 +52,17 @@ func (in *Inside) init(ctx context.Context, req InitRequest) (InitResult, error)
 	if err := os.MkdirAll(in.Dir, 0o755); err != nil {
 		return InitResult{}, err
 	}
+	if req.Reseed {
+		if _, err := os.Lstat(in.gitDir()); err == nil {
+			if _, err := in.head(ctx); err != nil {
+				// Broken beyond use: what it holds cannot be read back.
+				if err := os.RemoveAll(in.gitDir()); err != nil {
+					return InitResult{}, err
+				}
+			}
+		}
+		req.KeepFiles = true
+	}
 
 	fi, err := os.Lstat(in.gitDir())
 	switch {

@@ -270,3 +270,50 @@ func agentCommitNoRecord(t *testing.T, in *Inside, files map[string]string) stri
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// Reseed leaves a sound repository alone and makes a broken one (branch
+// deleted and objects pruned; .git removed) again at the base, the files
+// kept, so their changes show against the base.
+func TestInsideReseed(t *testing.T) {
+	t.Parallel()
+	repo := newUserRepo(t)
+	r := openRepo(t, repo)
+	ctx := testCtx(t)
+	ws := mustCreate(t, r, CreateRequest{Name: "reseed"})
+	in := newInside(t, ws)
+	dir := in.Dir
+	req := InitRequest{Branch: ws.Branch, Base: ws.BaseCommit, Alternates: ws.ObjectDirs, Reseed: true}
+
+	writeFile(t, filepath.Join(dir, "kept.txt"), "kept\n")
+	gitT(t, dir, "add", "kept.txt")
+	gitT(t, dir, "commit", "-q", "-m", "inner")
+	head := gitT(t, dir, "rev-parse", "HEAD")
+	if res, err := in.Init(ctx, req); err != nil || res.Created || res.Head != head {
+		t.Fatalf("exp a sound repository left alone at %s, got %+v %v", head, res, err)
+	}
+
+	for name, breakIt := range map[string]func(){
+		"branch deleted, pruned": func() {
+			gitT(t, dir, "update-ref", "-d", "refs/heads/"+ws.Branch)
+			gitT(t, dir, "reflog", "expire", "--expire=now", "--all")
+			gitT(t, dir, "gc", "-q", "--prune=now")
+		},
+		"rm -rf .git": func() {
+			if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		breakIt()
+		res, err := in.Init(ctx, req)
+		if err != nil || !res.Created || res.Head != ws.BaseCommit {
+			t.Fatalf("%s: exp a new repository at the base, got %+v %v", name, res, err)
+		}
+		if exp, got := "?? kept.txt", gitT(t, dir, "status", "--porcelain"); exp != got {
+			t.Fatalf("%s: exp the file kept as a change, got %q", name, got)
+		}
+		// Back to a commit for the next case.
+		gitT(t, dir, "add", "kept.txt")
+		gitT(t, dir, "commit", "-q", "-m", "again")
+	}
+}

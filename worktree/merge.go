@@ -75,7 +75,7 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 			if from == "" {
 				from = "a detached HEAD or commit " + ws.BaseCommit
 			}
-			return MergeResult{}, fmt.Errorf("%w: workspace was created from %s, not a local branch; say which branch to merge into", ErrNoTarget, from)
+			return MergeResult{}, fmt.Errorf("%w: workspace was created from %s, not a local branch; name the branch to merge into (patina ws merge %s --into BRANCH; \"into\" in the API)", ErrNoTarget, from, ws.Name)
 		}
 		into = ws.BaseRef
 	}
@@ -113,7 +113,10 @@ func (r *Repo) merge(ctx context.Context, nameOrID string, req MergeRequest) (Me
 			return MergeResult{}, err
 		}
 		if len(conflicts) > 0 {
-			return MergeResult{}, &FilesError{Kind: ErrConflict, Op: op, Files: conflicts, Detail: "nothing was changed; resolve in the workspace (merge the target into it) and retry"}
+			target := strings.TrimPrefix(into, "refs/heads/")
+			return MergeResult{}, &FilesError{Kind: ErrConflict, Op: op, Files: conflicts, Detail: fmt.Sprintf(
+				"nothing was changed; %s changed these files since the workspace's base. Resolve it in your repository (git switch %s && git merge %s), or change the files in the workspace to fit %s's version, commit, and merge again",
+				target, target, ws.Branch, target)}
 		}
 		msg := req.Message
 		if strings.TrimSpace(msg) == "" {

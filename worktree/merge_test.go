@@ -121,6 +121,14 @@ func TestMergeConflictLeavesRepoUntouched(t *testing.T) {
 	if !errors.As(err, &fe) || !reflect.DeepEqual([]string{"README.md"}, fe.Files) {
 		t.Fatalf("exp conflict in README.md, got %v", err)
 	}
+	// The advice names refs that exist: the target and the workspace's
+	// branch, both in the user's repository.
+	if !strings.Contains(err.Error(), "git switch main && git merge patina/clash") {
+		t.Fatalf("exp advice naming main and patina/clash, got %v", err)
+	}
+	for _, ref := range []string{"refs/heads/main", "refs/heads/patina/clash"} {
+		gitT(t, repo, "rev-parse", "--verify", ref)
+	}
 	wantSameUser(t, before, snapshotUser(t, repo))
 	events, _ := r.Log(testCtx(t), "clash")
 	if last := events[len(events)-1]; last.Kind == EventMerged {
@@ -207,6 +215,20 @@ func TestMergeTargets(t *testing.T) {
 	r := openRepo(t, repo)
 	ctx := testCtx(t)
 	first := gitT(t, repo, "rev-parse", "HEAD~1")
+
+	// Created from a commit with a target (a fork of a workspace of
+	// main): merges go there by default.
+	fk := mustCreate(t, r, CreateRequest{Name: "forked", Base: first, Target: "refs/heads/main"})
+	if fk.BaseRef != "refs/heads/main" || fk.BaseCommit != first {
+		t.Fatalf("exp base main at %s, got %s at %s", first, fk.BaseRef, fk.BaseCommit)
+	}
+	agentCommit(t, r, fk, newInside(t, fk), map[string]string{"fork.txt": "fork\n"})
+	if res, err := r.Merge(ctx, "forked", MergeRequest{}); err != nil || res.Into != "refs/heads/main" {
+		t.Fatalf("exp the fork to merge into main, got %+v %v", res, err)
+	}
+	if _, err := r.Create(ctx, CreateRequest{Name: "badtarget", Base: first, Target: "refs/heads/-x"}); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("exp a bad target refused, got %v", err)
+	}
 
 	// Created from a commit: no default target.
 	ws := mustCreate(t, r, CreateRequest{Name: "fromcommit", Base: first})

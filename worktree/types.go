@@ -115,6 +115,11 @@ type CreateRequest struct {
 	// Base is the revision to start from (branch, tag, commit...); empty
 	// means the main working tree's current HEAD.
 	Base string
+	// Target is the branch (a full refs/heads/ ref) merges go into by
+	// default when Base is not a branch: a fork starts at its source's
+	// commit and keeps its source's merge target. Ignored when Base names
+	// a branch.
+	Target string
 	// Image is recorded in the state note for the sidecar.
 	Image string
 	// Meta is opaque JSON recorded in the state note (must be valid JSON).
@@ -305,6 +310,11 @@ type CommitResult struct {
 
 // InitRequest describes Inside.Init.
 type InitRequest struct {
+	// Reseed makes a repository whose HEAD names no readable commit
+	// (its branch deleted, its objects removed or pruned, .git removed) a
+	// new one at Base, keeping the files (as KeepFiles), so that their
+	// changes show against Base again. A sound repository is left alone.
+	Reseed bool
 	// Branch is the short name of the workspace's branch ("patina/<name>").
 	Branch string
 	// Base is the commit the branch starts at: Workspace.BaseCommit for a

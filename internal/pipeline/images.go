@@ -134,5 +134,29 @@ func RuntimeInstall() []string {
 // Patterns are Dagger's (moby patternmatcher): a pattern without a slash is
 // anchored at the source root, "**/" matches any depth.
 func SourceIgnore() []string {
-	return []string{".git", "patina", "**/*.test", "**/*.out", "**/.DS_Store"}
+	return []string{".git", "patina", "**/*.test", "**/*.out", "**/.DS_Store",
+		// What README's example calls write into the repository's root.
+		"patina-arm64", "patina-fix-tests", "fix-tests-files", "fix-tests.patch"}
 }
+
+// UnresolvedImageError is a reference that passed Validate but that the
+// engine could not resolve (a pinned digest an engine without a registry, or
+// behind a mirror, does not have). It names the flag that sets the image and
+// what to give it instead.
+type UnresolvedImageError struct {
+	// Flag is the module argument that sets the image ("--go-image").
+	Flag string
+	// Ref is the reference the engine was given.
+	Ref string
+	// Err is the engine's answer.
+	Err error
+}
+
+func (e *UnresolvedImageError) Error() string {
+	return fmt.Sprintf("%s %s: the engine cannot resolve this image (%v); give %s a reference this engine "+
+		"can resolve (a registry mirror's name, or a local registry's digest) before the function, "+
+		"e.g. `dagger call %s REFERENCE test` (README \"Images\")",
+		e.Flag, e.Ref, e.Err, e.Flag, e.Flag)
+}
+
+func (e *UnresolvedImageError) Unwrap() error { return e.Err }

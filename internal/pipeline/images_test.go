@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -108,5 +109,22 @@ func TestImagesValidate(t *testing.T) {
 				t.Errorf("exp an error naming %s, got %v", tc.flag, err)
 			}
 		})
+	}
+}
+
+// TestUnresolvedImageError checks that an image the engine cannot resolve is
+// reported with its flag, the reference, the engine's answer and the way
+// out, and keeps the engine's error for errors.Is.
+func TestUnresolvedImageError(t *testing.T) {
+	cause := errors.New("golang:1.26.8-bookworm@sha256:a688: not found")
+	err := error(&UnresolvedImageError{Flag: "--go-image", Ref: GoImage, Err: cause})
+	msg := err.Error()
+	for _, want := range []string{"--go-image " + GoImage + ":", "not found", "give --go-image a reference", "README \"Images\""} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("exp %q in %q", want, msg)
+		}
+	}
+	if !errors.Is(err, cause) {
+		t.Error("the engine's error is not wrapped")
 	}
 }

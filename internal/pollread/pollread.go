@@ -32,6 +32,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// enabled: Readers poll after Expect (SetEnabled).
+var enabled atomic.Bool
+
+// SetEnabled turns polling on or off in this process (off by default; it
+// can be on only on Linux). It is the one switch of this trick: a
+// program's main calls it (patina: PATINA_POLL=on in the environment of
+// serve or of a workspace's agent); off, every Reader reads as os.File
+// does. Off by default since, measured on a shared 2-CPU VM under load,
+// exec p50 through HTTP was lower without it (sidecar/DESIGN.md).
+func SetEnabled(on bool) { enabled.Store(on && pollSupported) }
+
 // Gate lets one Reader poll at a time, and only while a single operation
 // that awaits a reply is in flight (Begin, End): share one across the
 // Readers of a process (or of a part of it), so that polling takes at most
@@ -95,7 +106,7 @@ func New(f *os.File, gate *Gate) *Reader {
 // operation of its Gate is in flight: a Read that waits already is woken
 // (through a read deadline in the past) and polls. Expect does not block.
 func (r *Reader) Expect(d time.Duration) {
-	if r.rc == nil || d <= 0 || r.gate.active.Load() > 1 {
+	if r.rc == nil || d <= 0 || !enabled.Load() || r.gate.active.Load() > 1 {
 		return
 	}
 	r.mu.Lock()
@@ -175,7 +186,7 @@ func (r *Reader) poll(p []byte, until int64) (n int, err error, ok bool) {
 			// Anything else runnable goes first: other goroutines of this
 			// P, other threads and processes on this CPU.
 			runtime.Gosched()
-			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			yieldCPU()
 		}
 	})
 	switch {

@@ -290,7 +290,7 @@ func testAgentRestarts(t *testing.T, restarts int32) {
 	done := make(chan result, 1)
 	go func() {
 		res, err := c.Exec(ctx, ExecRequest{Session: "r", Command: "echo a; sleep 1; echo b; (exit 6)"}, nil)
-		done <- result{res, err}
+		done <- result{res.ExecResult, err}
 	}()
 	time.Sleep(200 * time.Millisecond)
 	f.stop()
@@ -424,15 +424,15 @@ func TestHelloRefusesWrongTokenOrWorkspace(t *testing.T) {
 }
 
 // fakeAgent answers every call with what reply writes: a hostile agent.
-func fakeAgent(t *testing.T, reply func(st *mux.Stream)) *Client {
+func fakeAgent(t *testing.T, reply func(st *mux.Stream), mods ...func(*ClientConfig)) *Client {
 	t.Helper()
-	return fakeAgentPipes(t, reply, true)
+	return fakeAgentPipes(t, reply, true, mods...)
 }
 
 // fakeAgentPipes is fakeAgent; without pipes, it serves the mux on the
 // socket as agents did before pipes (and takes the preamble for a bad
 // frame).
-func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool) *Client {
+func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool, mods ...func(*ClientConfig)) *Client {
 	t.Helper()
 	addr := fmt.Sprintf("@patina-fake-agent-%d", time.Now().UnixNano())
 	ln, err := net.Listen("unix", addr)
@@ -471,8 +471,12 @@ func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool) *Clien
 			}()
 		}
 	}()
-	c := NewClient(ClientConfig{WorkspaceID: "ws1", Token: "tok", CallTimeout: 500 * time.Millisecond, KeepAlive: 100 * time.Millisecond,
-		Dial: func(ctx context.Context) (net.Conn, error) { return net.Dial("unix", addr) }})
+	cfg := ClientConfig{WorkspaceID: "ws1", Token: "tok", CallTimeout: 500 * time.Millisecond, KeepAlive: 100 * time.Millisecond,
+		Dial: func(ctx context.Context) (net.Conn, error) { return net.Dial("unix", addr) }}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	c := NewClient(cfg)
 	t.Cleanup(c.Close)
 	return c
 }
@@ -488,9 +492,16 @@ func TestHostileAgent(t *testing.T) {
 		"empty head":          result("{}\n"),
 		"forged command id":   result(`{"r":{"command_id":"../../etc","exit_code":0,"stdout":{"size":0},"stderr":{"size":0}}}` + "\n"),
 		"exit code 9999":      result(`{"r":{"command_id":"1","exit_code":9999,"stdout":{"size":0},"stderr":{"size":0}}}` + "\n"),
-		"more data than size": result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"data":"aGVsbG8=","size":1},"stderr":{"size":0}}}` + "\n"),
-		"relative cwd":        result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"size":0},"stderr":{"size":0},"cwd":"x"}}` + "\n"),
-		"bad progress id":     result(`{"id":"x/y"}` + "\n"),
+		"more data than size": result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"data_len":5,"size":1},"stderr":{"size":0}}}` + "\nhello"),
+		"output over limit":   result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"data_len":1073741824,"size":1073741824},"stderr":{"size":0}}}` + "\n"),
+		"negative length":     result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"data_len":-5,"size":1},"stderr":{"size":0}}}` + "\n"),
+		"output cut short":    result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"data_len":5,"size":5},"stderr":{"size":0}}}` + "\nhel"),
+		"output never sent": func(st *mux.Stream) {
+			_, _ = st.Write([]byte(`{"r":{"command_id":"1","exit_code":0,"stdout":{"data_len":5,"size":5},"stderr":{"size":0}}}` + "\n"))
+			<-st.Done()
+		},
+		"relative cwd":    result(`{"r":{"command_id":"1","exit_code":0,"stdout":{"size":0},"stderr":{"size":0},"cwd":"x"}}` + "\n"),
+		"bad progress id": result(`{"id":"x/y"}` + "\n"),
 		"huge head": func(st *mux.Stream) {
 			_, _ = st.Write([]byte(`{"r":{"notice":"`))
 			for i := 0; i < 200; i++ { // 12.8 MB, more than the result limit
@@ -597,10 +608,10 @@ func BenchmarkExecTrue(b *testing.B) {
 			b.Fatalf("exec: %v %+v", err, res)
 		}
 		t0 = time.Now()
-		res, err = sess.Exec(ctx, session.ExecRequest{Command: "true"})
+		sres, err := sess.Exec(ctx, session.ExecRequest{Command: "true"})
 		direct = append(direct, time.Since(t0))
-		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("session exec: %v %+v", err, res)
+		if err != nil || sres.ExitCode != 0 {
+			b.Fatalf("session exec: %v %+v", err, sres)
 		}
 	}
 	b.StopTimer()

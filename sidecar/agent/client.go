@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -40,11 +41,26 @@ type ClientConfig struct {
 	HelloTimeout time.Duration
 	// KeepAlive is the connection's ping interval (default 10 s).
 	KeepAlive time.Duration
+	// Budget, if set, is the sidecar's memory budget: an exec answer's
+	// output is read only once its bytes are taken from it (waiting, within
+	// the caller's deadline, while it is spent) and held until the
+	// Result's Release; the connection's stream windows grow from it.
+	// The client's answers hold at most a share of it at once (see
+	// shareOf): a lying agent spends only its own workspace's share.
+	Budget Budget
 	// Setup, if set, gives what each new connection's agent is told after
 	// hello, before any other call (nil: nothing). A setup that fails is
 	// logged; the connection is used all the same.
 	Setup  func() *SetupRequest
 	Logger *slog.Logger
+}
+
+// Budget is memory shared by the whole sidecar (budget.Budget).
+type Budget interface {
+	Acquire(ctx context.Context, n int64) error
+	TryAcquireSpare(n int64) bool
+	Release(n int64)
+	Size() int64
 }
 
 // Client talks to one workspace's agent over one multiplexed connection,
@@ -61,6 +77,9 @@ type Client struct {
 	hello Hello
 	// noPipes: the agent did not take pipes (dial).
 	noPipes atomic.Bool
+	// share is the part of the budget this client's exec answers may
+	// hold at once (made on first use, from the budget's size).
+	share func() *budget.Budget
 }
 
 // NewClient returns a client; nothing is dialled yet.
@@ -80,7 +99,9 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cfg: cfg, sem: make(chan struct{}, 1), log: cfg.Logger.With("component", "agent-client", "workspace_id", cfg.WorkspaceID)}
+	c := &Client{cfg: cfg, sem: make(chan struct{}, 1), log: cfg.Logger.With("component", "agent-client", "workspace_id", cfg.WorkspaceID)}
+	c.share = sync.OnceValue(func() *budget.Budget { return budget.New(shareOf(c.cfg.Budget.Size(), c.cfg.OutputLimit)) })
+	return c
 }
 
 // Close closes the connection (the agent and its sessions keep running).
@@ -234,7 +255,11 @@ func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello
 			return nil, Hello{}, offered, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
 		}
 	}
-	conn := mux.Client(nc, mux.Config{MaxStreams: -1, KeepAlive: c.cfg.KeepAlive, Logger: c.log})
+	mc := mux.Config{MaxStreams: -1, KeepAlive: c.cfg.KeepAlive, Logger: c.log}
+	if c.cfg.Budget != nil {
+		mc.Budget = c.cfg.Budget
+	}
+	conn := mux.Client(nc, mc)
 	var h Hello
 	err = c.roundTrip(ctx, conn, mHello, HelloRequest{Token: c.cfg.Token, WorkspaceID: c.cfg.WorkspaceID, Protocol: ProtocolVersion}, &h, 64<<10)
 	if err == nil {
@@ -291,6 +316,7 @@ type callOpts struct {
 	keep      bool         // return the stream for its body
 	duplex    bool         // leave the write half open (a tunnel)
 	long      bool         // no CallTimeout: the caller's ctx bounds it
+	noOutput  bool         // an exec result's output is skipped
 	// ack bounds the wait for the first line of the answer (a long call
 	// whose agent acknowledges it at once, like exec).
 	ack time.Duration

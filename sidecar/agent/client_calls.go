@@ -11,9 +11,8 @@ import (
 	"github.com/patina-dev/patina/session"
 )
 
-// resultLimit is the longest exec result line: head and tail of two
-// streams, base64-encoded, plus room for the rest.
-func (c *Client) resultLimit() int { return 4*c.cfg.OutputLimit*4/3 + 256<<10 }
+// resultLimit is the longest exec result line (its output follows it).
+func (c *Client) resultLimit() int { return 256 << 10 }
 
 // CreateSession creates a session.
 func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (session.Info, error) {
@@ -55,6 +54,19 @@ func (c *Client) Revive(ctx context.Context, sid string) ([]session.Info, error)
 	var out sessionInfos
 	_, err := c.call(ctx, mSessionRevive, ReviveRequest{Session: sid}, &out, callOpts{long: true, headLimit: 4 << 20})
 	return out, err
+}
+
+// Restart gives session sid, whose own command ended its shell, a new
+// shell with its creation settings; its history and command ids go on.
+func (c *Client) Restart(ctx context.Context, sid string) (session.Info, error) {
+	var out sessionInfos
+	if _, err := c.call(ctx, mSessionRevive, ReviveRequest{Session: sid, Fresh: true}, &out, callOpts{long: true, headLimit: 1 << 20}); err != nil {
+		return session.Info{}, err
+	}
+	if len(out) != 1 {
+		return session.Info{}, fmt.Errorf("%w: the agent answered a restart with %d sessions", ErrUnavailable, len(out))
+	}
+	return out[0], nil
 }
 
 // SetEnv exports (and unsets) variables in a session.
@@ -104,10 +116,11 @@ func (c *Client) execOpts(req ExecRequest, stdin []byte) callOpts {
 // Exec runs a command and waits for it. The command does not depend on
 // the connection: if it breaks, Exec reconnects (the agent may have been
 // restarted meanwhile) and waits for the same command. If ctx ends, the
-// command is stopped with SIGINT and Exec returns its result with ctx's
-// error. A command with a timeout that the agent does not finish well
-// after it is reported as ErrUnavailable.
-func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (session.ExecResult, error) {
+// command is stopped with SIGINT and Exec returns its result (without its
+// output) with ctx's error. A command with a timeout that the agent does
+// not finish well after it is reported as ErrUnavailable. The caller
+// releases the result (Result.Release).
+func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (Result, error) {
 	req.Async = false
 	var id string
 	o := c.execOpts(req, stdin)
@@ -116,16 +129,15 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 	callCtx, cancel := c.execDeadline(ctx, req.TimeoutMS)
 	defer cancel()
 	sent := time.Now()
-	var out ExecResult
-	_, err := c.call(callCtx, mExec, req, &out, o)
+	res, err := c.resultCall(callCtx, mExec, req, o)
 	if err == nil {
-		return out.Session(), nil
+		return res, nil
 	}
 	switch {
 	case ctx.Err() != nil:
 		return c.stopAndWait(req.Session, id, ctx.Err())
 	case callCtx.Err() != nil:
-		return session.ExecResult{}, fmt.Errorf("%w: the agent did not finish command %s within %d ms of its timeout", ErrUnavailable, id, req.TimeoutMS)
+		return Result{}, fmt.Errorf("%w: the agent did not finish command %s within %d ms of its timeout", ErrUnavailable, id, req.TimeoutMS)
 	case errors.Is(err, ErrUnavailable) && id != "":
 		c.log.Info("connection lost during a command; waiting for it again", "session_id", req.Session, "command_id", id, "err", err)
 		return c.waitAgain(callCtx, req.Session, id)
@@ -141,13 +153,69 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (sessi
 			return c.waitAgain(callCtx, req.Session, id)
 		case known:
 			c.log.Info("connection lost before a command started; sending it again", "session_id", req.Session, "err", err)
-			_, err = c.call(callCtx, mExec, req, &out, o)
+			res, err = c.resultCall(callCtx, mExec, req, o)
 			if err == nil {
-				return out.Session(), nil
+				return res, nil
 			}
 		}
 	}
-	return session.ExecResult{}, err
+	return Result{}, err
+}
+
+// Result is a command's result. Its output's bytes are held against the
+// client's Budget until Release (which the holder calls once it has
+// written them out; more calls do nothing).
+type Result struct {
+	session.ExecResult
+	release func()
+}
+
+// Release gives the output's bytes back to the budget.
+func (r Result) Release() {
+	if r.release != nil {
+		r.release()
+	}
+}
+
+// resultCall makes an exec or wait call and reads its result: the line,
+// then (once the client's share of the budget and the budget have the
+// bytes) the output that follows it.
+func (c *Client) resultCall(ctx context.Context, method string, args any, o callOpts) (Result, error) {
+	var out ExecResult
+	o.keep = true
+	r, err := c.call(ctx, method, args, &out, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.Close()
+	if o.noOutput {
+		return Result{ExecResult: out.Session([4][]byte{})}, nil
+	}
+	n := out.bodyLen()
+	release, err := c.takeAnswer(ctx, n)
+	if err != nil {
+		return Result{}, err
+	}
+	// The agent has the output in hand: it sends it at once, or the bytes
+	// taken are given back within CallTimeout.
+	_ = r.st.SetReadDeadline(time.Now().Add(c.cfg.CallTimeout))
+	var parts [4][]byte
+	for i, l := range []int{out.Stdout.DataLen, out.Stdout.TailLen, out.Stderr.DataLen, out.Stderr.TailLen} {
+		if l == 0 {
+			continue
+		}
+		parts[i] = make([]byte, l)
+		if _, err := io.ReadFull(r, parts[i]); err != nil {
+			if release != nil {
+				release()
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				err = fmt.Errorf("%w: the agent's answer to %s ended before its output", ErrUnavailable, method)
+			}
+			return Result{}, err
+		}
+	}
+	return Result{ExecResult: out.Session(parts), release: release}, nil
 }
 
 // waitAgains bounds how often Exec waits again for a command whose
@@ -158,7 +226,7 @@ const waitAgains = 3
 // waitAgain waits for a command whose connection broke, on a new
 // connection each time one breaks, up to waitAgains times; not when no
 // agent could be reached at all.
-func (c *Client) waitAgain(ctx context.Context, sid, cid string) (session.ExecResult, error) {
+func (c *Client) waitAgain(ctx context.Context, sid, cid string) (Result, error) {
 	for i := 1; ; i++ {
 		res, err := c.Wait(ctx, sid, cid)
 		var nc notConnectedError
@@ -225,7 +293,7 @@ func (c *Client) execDeadline(ctx context.Context, timeoutMS int64) (context.Con
 
 // stopAndWait stops a command whose caller left and waits (bounded) for
 // its result.
-func (c *Client) stopAndWait(sid, id string, cause error) (session.ExecResult, error) {
+func (c *Client) stopAndWait(sid, id string, cause error) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if id == "" {
@@ -233,28 +301,25 @@ func (c *Client) stopAndWait(sid, id string, cause error) (session.ExecResult, e
 		// command running now in the session is it.
 		inf, err := c.Session(ctx, sid)
 		if err != nil || inf.Running == "" {
-			return session.ExecResult{}, cause
+			return Result{}, cause
 		}
 		id = inf.Running
 	}
 	if err := c.Signal(ctx, sid, id, "INT"); err != nil && !errors.Is(err, session.ErrNotRunning) {
-		return session.ExecResult{CommandID: id}, cause
+		return Result{ExecResult: session.ExecResult{CommandID: id}}, cause
 	}
-	res, err := c.Wait(ctx, sid, id)
+	// The caller left: its result's output is not read (nor waited for
+	// in the budget).
+	res, err := c.resultCall(ctx, mWait, commandRef{Session: sid, Command: id}, callOpts{long: true, headLimit: c.resultLimit(), noOutput: true})
 	if err != nil {
-		return session.ExecResult{CommandID: id}, cause
+		return Result{ExecResult: session.ExecResult{CommandID: id}}, cause
 	}
 	return res, cause
 }
 
-// Wait waits for a command's result.
-func (c *Client) Wait(ctx context.Context, sid, cid string) (session.ExecResult, error) {
-	var out ExecResult
-	_, err := c.call(ctx, mWait, commandRef{Session: sid, Command: cid}, &out, callOpts{long: true, headLimit: c.resultLimit()})
-	if err != nil {
-		return session.ExecResult{}, err
-	}
-	return out.Session(), nil
+// Wait waits for a command's result (the caller releases it).
+func (c *Client) Wait(ctx context.Context, sid, cid string) (Result, error) {
+	return c.resultCall(ctx, mWait, commandRef{Session: sid, Command: cid}, callOpts{long: true, headLimit: c.resultLimit()})
 }
 
 // Signal sends a signal (INT, TERM, KILL, HUP, QUIT, USR1, USR2) to a

@@ -34,7 +34,7 @@ func (g insideGit) Receive(ctx context.Context, commit string, r io.Reader) (Git
 }
 
 func (g insideGit) Init(ctx context.Context, req GitInitRequest) error {
-	ireq := worktree.InitRequest{Branch: req.Branch, Base: req.Base, Alternates: req.Alternates, KeepFiles: req.KeepFiles, Rename: req.Rename}
+	ireq := worktree.InitRequest{Branch: req.Branch, Base: req.Base, Alternates: req.Alternates, KeepFiles: req.KeepFiles, Rename: req.Rename, Reseed: req.Reseed}
 	if req.UserName != "" && req.UserEmail != "" {
 		ireq.Identity = &worktree.Signature{Name: req.UserName, Email: req.UserEmail}
 	}

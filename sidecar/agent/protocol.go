@@ -43,8 +43,10 @@ const (
 )
 
 // ProtocolVersion is sent in hello; an agent of another version is
-// restarted with the sidecar's binary.
-const ProtocolVersion = 1
+// restarted with the sidecar's binary. Version 2: an exec result's output
+// follows its line as raw bytes (Output), and mux windows start at
+// mux.InitialWindow.
+const ProtocolVersion = 2
 
 // SocketName is the abstract unix socket the agent listens on, in its
 // container's network namespace.
@@ -272,6 +274,10 @@ type sessionRef struct {
 type ReviveRequest struct {
 	// Session names one; empty: every ended session.
 	Session string `json:"sid,omitempty"`
+	// Fresh starts the named session's new shell with its creation
+	// settings instead of its last state (after the session's own command
+	// ended it); its history and command ids go on.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 type setEnvRequest struct {
@@ -309,15 +315,19 @@ type ExecRequest struct {
 	Cwd    string `json:"cwd,omitempty"`
 }
 
-// Output is one stream of an ExecResult (session.Output on the wire).
+// Output is one stream of an ExecResult (session.Output on the wire):
+// its sizes only. The bytes follow the result's line, raw, in the order
+// stdout's head, stdout's tail, stderr's head, stderr's tail (DataLen and
+// TailLen bytes each), and the stream ends after them.
 type Output struct {
-	Data      []byte `json:"data,omitempty"`
-	Tail      []byte `json:"tail,omitempty"`
-	Size      int64  `json:"size"`
-	Truncated bool   `json:"truncated,omitempty"`
+	DataLen   int   `json:"data_len,omitempty"`
+	TailLen   int   `json:"tail_len,omitempty"`
+	Size      int64 `json:"size"`
+	Truncated bool  `json:"truncated,omitempty"`
 }
 
-// ExecResult is session.ExecResult on the wire.
+// ExecResult is session.ExecResult on the wire (the output's bytes follow
+// it: see Output).
 type ExecResult struct {
 	CommandID     string    `json:"command_id"`
 	ExitCode      int       `json:"exit_code"`
@@ -333,24 +343,32 @@ type ExecResult struct {
 	EndedAt       time.Time `json:"ended_at"`
 }
 
-func wireResult(r session.ExecResult) ExecResult {
+// wireResult is r's line and the bytes that follow it.
+func wireResult(r session.ExecResult) (ExecResult, [][]byte) {
 	out := func(o session.Output) Output {
-		return Output{Data: o.Data, Tail: o.Tail, Size: o.Size, Truncated: o.Truncated}
+		return Output{DataLen: len(o.Data), TailLen: len(o.Tail), Size: o.Size, Truncated: o.Truncated}
 	}
 	return ExecResult{
 		CommandID: r.CommandID, ExitCode: r.ExitCode, Stdout: out(r.Stdout), Stderr: out(r.Stderr),
 		TimedOut: r.TimedOut, Interrupted: r.Interrupted, Ended: r.Ended, ShellReplaced: r.ShellReplaced,
 		Notice: r.Notice, Cwd: r.Cwd, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-	}
+	}, [][]byte{r.Stdout.Data, r.Stdout.Tail, r.Stderr.Data, r.Stderr.Tail}
 }
 
-// Session converts back to the session package's type.
-func (r ExecResult) Session() session.ExecResult {
-	out := func(o Output) session.Output {
-		return session.Output{Data: o.Data, Tail: o.Tail, Size: o.Size, Truncated: o.Truncated}
+// bodyLen is how many bytes follow the result's line.
+func (r ExecResult) bodyLen() int64 {
+	return int64(r.Stdout.DataLen) + int64(r.Stdout.TailLen) + int64(r.Stderr.DataLen) + int64(r.Stderr.TailLen)
+}
+
+// Session converts back to the session package's type, with the bytes
+// that followed the line (parts as wireResult made them).
+func (r ExecResult) Session(parts [4][]byte) session.ExecResult {
+	out := func(o Output, data, tail []byte) session.Output {
+		return session.Output{Data: data, Tail: tail, Size: o.Size, Truncated: o.Truncated}
 	}
 	return session.ExecResult{
-		CommandID: r.CommandID, ExitCode: r.ExitCode, Stdout: out(r.Stdout), Stderr: out(r.Stderr),
+		CommandID: r.CommandID, ExitCode: r.ExitCode,
+		Stdout: out(r.Stdout, parts[0], parts[1]), Stderr: out(r.Stderr, parts[2], parts[3]),
 		TimedOut: r.TimedOut, Interrupted: r.Interrupted, Ended: r.Ended, ShellReplaced: r.ShellReplaced,
 		Notice: r.Notice, Cwd: r.Cwd, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 	}
@@ -410,6 +428,7 @@ type GitInitRequest struct {
 	Alternates []string `json:"alternates,omitempty"`
 	KeepFiles  bool     `json:"keep_files,omitempty"`
 	Rename     bool     `json:"rename,omitempty"`
+	Reseed     bool     `json:"reseed,omitempty"`
 	UserName   string   `json:"user_name,omitempty"`
 	UserEmail  string   `json:"user_email,omitempty"`
 }

@@ -11,22 +11,19 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/patina-dev/patina/internal/procwait"
 	"github.com/patina-dev/patina/session"
 )
 
 // TokenEnv carries the agent's token from the sidecar (docker exec's
-// environment); Run removes it from the environment before any shell
-// starts.
+// environment, or the container's for its init, which hands it on to the
+// agent it starts); Run and Pause take it out of their environment (and
+// out of /proc/<pid>/environ) before anything else, see takeSecretEnv.
 const TokenEnv = "PATINA_AGENT_TOKEN"
 
 // RunConfig is `patina agent serve`.
@@ -68,7 +65,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if cfg.Socket == "" {
 		cfg.Socket = SocketName
 	}
-	token := os.Getenv(TokenEnv)
+	// The shells inherit this process's environment, and root in the
+	// workspace could read its /proc/<pid>/environ: not the token.
+	token, scrubErr := takeSecretEnv(TokenEnv, true)
 	if token == "" && cfg.TokenFile != "" {
 		b, err := os.ReadFile(cfg.TokenFile)
 		if err != nil {
@@ -79,25 +78,15 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if token == "" {
 		return fmt.Errorf("agent: %s is not set", TokenEnv)
 	}
-	// The shells inherit this environment: not the token.
-	_ = os.Unsetenv(TokenEnv)
-	// A small footprint: an agent lives in every workspace.
-	debug.SetGCPercent(50)
-	// One P: the agent mostly waits (on shells, on its connection) and
-	// hands each call between a few goroutines. With one P those handoffs
-	// stay on one thread instead of waking another (on a VM, waking an
-	// idle CPU costs tens of µs each): exec of `true` through the agent
-	// took 10-15% less (BenchmarkHTTPExecTrue, domain p50), and fewer
-	// threads hold fewer stacks. Its children (shells, git) are not
-	// affected; GOMAXPROCS is not changed in their environment.
-	runtime.GOMAXPROCS(1)
-	debug.SetMemoryLimit(48 << 20)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return err
 	}
 	logw := &rotatingLog{path: filepath.Join(cfg.StateDir, "agent.log"), max: 1 << 20}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if scrubErr != nil {
+		log.Warn("the agent token may be readable in the container", "err", scrubErr)
+	}
 	ln, err := listen(ctx, cfg.Socket, cfg.Takeover, log)
 	if err != nil {
 		return err
@@ -171,7 +160,7 @@ func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
 	// One git process finds which keys are set (exit 1: none is); each
 	// missing one takes another. Not at once: two writers of one config
 	// file fail on its lock.
-	out, _ := procwait.Output(exec.CommandContext(ctx, "git", "config", "--system", "--get-regexp", `^user\.(name|email)$`))
+	out, _ := exec.CommandContext(ctx, "git", "config", "--system", "--get-regexp", `^user\.(name|email)$`).Output()
 	have := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if key, _, ok := strings.Cut(line, " "); ok {
@@ -182,7 +171,7 @@ func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
 		if have[kv[0]] {
 			continue
 		}
-		if out, err := procwait.CombinedOutput(exec.CommandContext(ctx, "git", "config", "--system", kv[0], kv[1])); err != nil {
+		if out, err := exec.CommandContext(ctx, "git", "config", "--system", kv[0], kv[1]).CombinedOutput(); err != nil {
 			log.Debug("set the git identity", "key", kv[0], "err", err, "output", string(out))
 		}
 	}
@@ -213,24 +202,6 @@ func listen(ctx context.Context, name string, takeover bool, log *slog.Logger) (
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// socketHolder is the pid of the process listening on an abstract socket
-// (SO_PEERCRED of a connection to it), or 0.
-func socketHolder(name string) int {
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0
-	}
-	defer unix.Close(fd)
-	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: name}); err != nil {
-		return 0
-	}
-	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
-	if err != nil {
-		return 0
-	}
-	return int(cred.Pid)
 }
 
 // Relay copies in to the agent's socket and the socket to out until either
@@ -311,6 +282,17 @@ type PauseConfig struct {
 // Pause runs cfg (see PauseConfig).
 func Pause(ctx context.Context, cfg PauseConfig) error {
 	keep := cfg.Keep
+	// The init holds the first agent's token (the container's
+	// environment): it keeps it out of /proc/1/environ and hands it to
+	// the agent alone. Not sealed: see takeSecretEnv.
+	token, scrubErr := takeSecretEnv(TokenEnv, false)
+	if scrubErr != nil {
+		fmt.Fprintf(os.Stderr, "patina agent pause: the agent token may be readable in the container: %v\n", scrubErr)
+	}
+	var env []string
+	if token != "" {
+		env = append(os.Environ(), TokenEnv+"="+token)
+	}
 	debug.SetGCPercent(10)
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
@@ -323,7 +305,7 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 		if err == nil {
 			var p *os.Process
 			p, err = os.StartProcess(exe, append([]string{exe}, keep...), &os.ProcAttr{
-				Dir: "/", Files: []*os.File{nil, os.Stdout, os.Stderr},
+				Dir: "/", Env: env, Files: []*os.File{nil, os.Stdout, os.Stderr},
 			})
 			if err == nil {
 				kept, started = p.Pid, time.Now()

@@ -74,7 +74,7 @@ func (s *Server) sessionRemove(st *mux.Stream, args json.RawMessage) error {
 	if err := decodeArgs(args, &ref); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCallTimeout)
 	defer cancel()
 	if err := s.sessions.Remove(ctx, ref.Session); err != nil {
 		return err
@@ -102,6 +102,17 @@ func (s *Server) sessionRevive(st *mux.Stream, args json.RawMessage) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if req.Fresh {
+		if req.Session == "" {
+			return fmt.Errorf("%w: a fresh start names its session", session.ErrInvalid)
+		}
+		sess, err := s.sessions.Restart(ctx, req.Session)
+		if err != nil {
+			return err
+		}
+		writeResult(st, []session.Info{sess.Info()})
+		return nil
+	}
 	ids := []string{req.Session}
 	if req.Session == "" {
 		ids = nil
@@ -208,6 +219,13 @@ func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
 		}
 		sess, err = s.ensure(req)
 	}
+	if err == nil {
+		// A shell killed from outside the session comes back from its
+		// snapshot; the command's result says so.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		sess, _, err = s.sessions.Recover(ctx, req.Session)
+		cancel()
+	}
 	if err != nil {
 		return err
 	}
@@ -246,7 +264,7 @@ func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	writeResult(st, wireResult(res))
+	writeExecResult(st, res)
 	return nil
 }
 
@@ -261,7 +279,7 @@ func (s *Server) ensure(req ExecRequest) (*session.Session, error) {
 	if cwd == "" {
 		cwd = s.cfg.Workdir
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCallTimeout)
 	defer cancel()
 	return s.sessions.Create(ctx, session.CreateRequest{ID: req.Session, Cwd: cwd})
 }
@@ -278,7 +296,7 @@ func (s *Server) wait(st *mux.Stream, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	writeResult(st, wireResult(res))
+	writeExecResult(st, res)
 	return nil
 }
 
@@ -298,7 +316,7 @@ func (s *Server) signal(st *mux.Stream, args json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("%w: signal %q", session.ErrInvalid, req.Signal)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCallTimeout)
 	defer cancel()
 	if err := sess.Signal(ctx, req.Command, sig); err != nil {
 		return err
@@ -400,3 +418,43 @@ func chunk(limit, sent int64) int {
 	}
 	return int(limit - sent)
 }
+
+// smallAnswer is the most output sent in the same frame as its result.
+const smallAnswer = 16 << 10
+
+// writeExecResult answers with a command's result: its line, then its
+// output's bytes (see Output), and ends the stream.
+func writeExecResult(st *mux.Stream, res session.ExecResult) {
+	r, parts := wireResult(res)
+	b, err := resultLine(r)
+	if err != nil {
+		writeErr(st, &wireError{Code: codeInternal, Msg: err.Error()})
+		return
+	}
+	if r.bodyLen() <= smallAnswer {
+		// One frame, as any other answer.
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		_, _ = st.WriteFinal(b)
+		return
+	}
+	if _, err := st.Write(b); err != nil {
+		return
+	}
+	for _, p := range parts {
+		if len(p) > 0 {
+			if _, err := st.Write(p); err != nil {
+				return
+			}
+		}
+	}
+	_ = st.CloseWrite()
+}
+
+// sessionCallTimeout bounds a session call that outlives its request's
+// context (create, remove, signal: each may start or stop a shell and its
+// process tree, which takes at most the session's StartTimeout of 15 s or
+// its InterruptGrace and a kill): generous, so that it ends only a call
+// that hangs.
+const sessionCallTimeout = 30 * time.Second

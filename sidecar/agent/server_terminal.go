@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/patina-dev/patina/internal/procwait"
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/mux"
@@ -218,7 +217,6 @@ func (t *terminal) wake() {
 // wait waits for the shell, lets the last output in, hands the session
 // back, and ends the terminal.
 func (t *terminal) wait(readDone chan struct{}) {
-	procwait.Exited(t.cmd.Process)
 	err := t.cmd.Wait()
 	select {
 	case <-readDone:

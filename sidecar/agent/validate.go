@@ -64,7 +64,7 @@ func (h *Hello) validate(workspaceID string) error {
 		return fmt.Errorf("%w: the agent answered for workspace %q, not %q", ErrUnavailable, cleanText(h.WorkspaceID, 80), workspaceID)
 	}
 	if h.Protocol != ProtocolVersion {
-		return fmt.Errorf("%w: the agent speaks protocol %d, this sidecar %d", ErrUnavailable, h.Protocol, ProtocolVersion)
+		return fmt.Errorf("%w: the workspace's container was made by another patina, whose agent speaks protocol %d (this sidecar's: %d); fork the workspace, or remove its container and start it, to run this sidecar's agent", ErrUnavailable, h.Protocol, ProtocolVersion)
 	}
 	if h.Sessions < 0 || h.Live < 0 || h.Live > h.Sessions || h.PID < 0 {
 		return fmt.Errorf("%w: impossible counts in hello", ErrUnavailable)
@@ -76,11 +76,13 @@ func (o Output) check(what string, limit int) error {
 	switch {
 	case o.Size < 0:
 		return fmt.Errorf("%s: negative size", what)
-	case len(o.Data) > limit || len(o.Tail) > limit:
+	case o.DataLen < 0 || o.TailLen < 0:
+		return fmt.Errorf("%s: negative length", what)
+	case o.DataLen > limit || o.TailLen > limit:
 		return fmt.Errorf("%s: more than %d bytes of head or tail", what, limit)
-	case int64(len(o.Data)) > o.Size || int64(len(o.Tail)) > o.Size:
+	case int64(o.DataLen) > o.Size || int64(o.TailLen) > o.Size:
 		return fmt.Errorf("%s: more bytes than its size", what)
-	case !o.Truncated && len(o.Tail) > 0:
+	case !o.Truncated && o.TailLen > 0:
 		return fmt.Errorf("%s: a tail without truncation", what)
 	}
 	return nil

@@ -54,6 +54,13 @@ type Options struct {
 	// ForkBytes is the size of the files installed outside /workspace in
 	// the workspace whose fork is timed (default 1 GiB, in 1 MiB files).
 	ForkBytes int64
+	// MemExecs commands at once each write MemOutputBytes to stdout and as
+	// many to stderr (defaults 40 and 4 MB), and MemConnections
+	// connections through forwarded ports are never read (default 1,000):
+	// the sidecar's RSS peak is sampled under each load.
+	MemExecs       int
+	MemOutputBytes int64
+	MemConnections int
 	// Progress receives a line per step (default: discarded).
 	Progress io.Writer
 	// StartTimeout bounds the sidecar's start (default 30 s).
@@ -100,6 +107,11 @@ func (o Options) withDefaults() Options {
 	if o.ForkBytes < 1<<20 {
 		o.ForkBytes = 1 << 30
 	}
+	def(&o.MemExecs, 40)
+	if o.MemOutputBytes <= 0 {
+		o.MemOutputBytes = 4_000_000
+	}
+	def(&o.MemConnections, 1000)
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

@@ -76,6 +76,15 @@ type Report struct {
 	// RepoCreate: workspaces of a large repository, created to their first
 	// exec.
 	RepoCreate RepoCreate `json:"repo_create"`
+	// Memory: the sidecar's RSS peak under a hostile workspace's loads.
+	Memory Memory `json:"memory"`
+	// Devcontainer: two workspaces of a repository with a
+	// devcontainer.json, to their first exec (the first builds the
+	// template).
+	Devcontainer Devcontainer `json:"devcontainer"`
+	// WarmPool: create → first exec with a warm pool, without, and docker
+	// run --rm IMAGE true, same run.
+	WarmPool WarmPool `json:"warm_pool"`
 
 	// Checks are the figures judged against the targets.
 	Checks []Check `json:"checks"`
@@ -191,6 +200,10 @@ func (r *Report) judge() {
 			"≤ " + fmtBytes(TargetRSSAfterLoadBytes), r.RSS.AfterLoadBytes > 0 && r.RSS.AfterLoadBytes <= TargetRSSAfterLoadBytes},
 		{fmt.Sprintf("git status, workspace ÷ repository (%d files)", r.GitStatus.Files), fmt.Sprintf("%.2f×", r.GitStatus.Ratio),
 			fmt.Sprintf("≤ %g×", TargetGitStatusRatio), r.GitStatus.Ratio > 0 && r.GitStatus.Ratio <= TargetGitStatusRatio},
+		{fmt.Sprintf("sidecar RSS peak, %d execs at once writing 2 × %s each", r.Memory.Execs, fmtBytes(r.Memory.OutputBytes)), fmtBytes(r.Memory.OutputsPeakBytes),
+			"≤ " + fmtBytes(TargetMemoryPeakBytes), r.Memory.OutputsPeakBytes > 0 && r.Memory.OutputsPeakBytes <= TargetMemoryPeakBytes},
+		{fmt.Sprintf("sidecar RSS peak, %d forwarded connections never read", r.Memory.Connections), fmtBytes(r.Memory.ForwardsPeakBytes),
+			"≤ " + fmtBytes(TargetMemoryPeakBytes), r.Memory.ForwardsPeakBytes > 0 && r.Memory.ForwardsPeakBytes <= TargetMemoryPeakBytes},
 	}
 	if r.Egress.Skipped == "" {
 		r.Checks = append(r.Checks, Check{fmt.Sprintf("HTTPS %s through the egress proxy ÷ direct", fmtBytes(r.Egress.ProxyBytes.Bytes)),
@@ -247,10 +260,21 @@ func (r Report) WriteText(w io.Writer) error {
 	rc := r.RepoCreate
 	row(fmt.Sprintf("create of a %d-file repository workspace (%s packed) → first exec: first of its base / second / a later base", rc.Files, fmtBytes(rc.PackBytes)),
 		fmtMS(rc.FirstMS)+" / "+fmtMS(rc.SecondMS)+" / "+fmtMS(rc.LaterMS), "", "")
+	wp := r.WarmPool
+	row("create → first exec p50 / p99: with the warm pool / without / docker run --rm IMAGE true",
+		fmt.Sprintf("%s / %s; %s / %s; %s / %s (%.2f× and %.2f× docker run; targets ≤ 100 / 300 ms, ≤ 0.2×)",
+			fmtMS(wp.Pool.P50MS), fmtMS(wp.Pool.P99MS), fmtMS(wp.NoPool.P50MS), fmtMS(wp.NoPool.P99MS),
+			fmtMS(wp.DockerRun.P50MS), fmtMS(wp.DockerRun.P99MS), wp.PoolRatio, wp.NoPoolRatio), "", "")
+	dc := r.Devcontainer
+	row("devcontainer repository → first exec: first (builds the template) / second (starts from it)",
+		fmtMS(dc.FirstMS)+" / "+fmtMS(dc.SecondMS)+fmt.Sprintf(" (%.3f×; target ≤ 0.1×)", dc.Ratio), "", "")
 	row(fmt.Sprintf("HTTP %s forwarded / direct", fmtBytes(p.ForwardedBytes.Bytes)),
 		fmt.Sprintf("%.0f / %.0f MB/s (%.2f×)", p.ForwardedBytes.MBPerSecond, p.DirectBytes.MBPerSecond, p.ThroughputRatio), "", "")
+	judged(9)
+	judged(10)
+	row("sidecar RSS before those loads / the answers' wall time", fmtBytes(r.Memory.BaseBytes)+" / "+fmtMS(r.Memory.OutputsMS), "", "")
 	if e := r.Egress; e.Skipped == "" {
-		judged(9)
+		judged(11)
 		row("HTTPS GET p50 through the egress proxy / direct", fmt.Sprintf("%s / %s (+%s)", fmtMS(e.ProxyGet.P50MS), fmtMS(e.DirectGet.P50MS), fmtMS(e.AddedP50MS)), "", "")
 		row(fmt.Sprintf("HTTPS %s through the egress proxy / direct (median of %d alternating rounds)", fmtBytes(e.ProxyBytes.Bytes), e.Rounds),
 			fmt.Sprintf("%.0f / %.0f MB/s", e.ProxyBytes.MBPerSecond, e.DirectBytes.MBPerSecond), "", "")

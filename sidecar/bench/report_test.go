@@ -24,6 +24,7 @@ func sampleReport() Report {
 		Diff:              Transfer{Bytes: 300e6, MS: 9000, MBPerSecond: 33},
 		RelayExec:         Latency{Samples: 200, P50MS: 1.2, P90MS: 1.5},
 		GitStatus:         GitStatus{Files: 10000, WorkspaceMS: 60, RepoMS: 58, Ratio: 60.0 / 58},
+		Memory:            Memory{BaseBytes: 22e6, Execs: 40, OutputBytes: 4e6, OutputsPeakBytes: 55e6, Connections: 1000, ForwardsPeakBytes: 45e6},
 		Egress: Egress{ProxyGet: Latency{Samples: 500, P50MS: 0.9}, DirectGet: Latency{Samples: 500, P50MS: 0.5},
 			ProxyBytes: Transfer{Bytes: 512e6, MBPerSecond: 600}, DirectBytes: Transfer{Bytes: 512e6, MBPerSecond: 900}, ThroughputRatio: 600.0 / 900},
 	}
@@ -36,8 +37,8 @@ func TestJudge(t *testing.T) {
 	if r.Speedup != 160 {
 		t.Errorf("exp speed-up 160, got %g", r.Speedup)
 	}
-	if !r.Pass() || len(r.Checks) != 10 {
-		t.Fatalf("exp 10 passing checks, got %+v", r.Checks)
+	if !r.Pass() || len(r.Checks) != 12 {
+		t.Fatalf("exp 12 passing checks, got %+v", r.Checks)
 	}
 	tests := []struct {
 		name  string
@@ -57,7 +58,10 @@ func TestJudge(t *testing.T) {
 		{"fat after load", func(r *Report) { r.RSS.AfterLoadBytes = 100_000_001 }, 7},
 		{"slow git status", func(r *Report) { r.GitStatus.Ratio = 1.51 }, 8},
 		{"no git status", func(r *Report) { r.GitStatus.Ratio = 0 }, 8},
-		{"slow egress proxy", func(r *Report) { r.Egress.ThroughputRatio = 0.49 }, 9},
+		{"fat under outputs", func(r *Report) { r.Memory.OutputsPeakBytes = 100_000_001 }, 9},
+		{"no outputs peak", func(r *Report) { r.Memory.OutputsPeakBytes = 0 }, 9},
+		{"fat under forwards", func(r *Report) { r.Memory.ForwardsPeakBytes = 100_000_001 }, 10},
+		{"slow egress proxy", func(r *Report) { r.Egress.ThroughputRatio = 0.49 }, 11},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +102,8 @@ func TestWriteText(t *testing.T) {
 		"sidecar RSS after 1000.0 MB of output and a 300.0 MB diff", "60.0 MB", "≤ 100.0 MB",
 		"git status, workspace ÷ repository (10000 files)", "1.03×", "≤ 1.5×",
 		"exec p50 / p90 via the exec relay (200 samples)", "1.200 ms",
+		"sidecar RSS peak, 40 execs at once writing 2 × 4.0 MB each", "55.0 MB",
+		"sidecar RSS peak, 1000 forwarded connections never read", "45.0 MB",
 		"first concurrent error: session c007: busy",
 		"some targets missed",
 	} {
@@ -123,13 +129,13 @@ func TestReportJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"http_exec", "docker_exec", "speedup", "create_to_first_exec", "concurrent", "rss", "checks",
-		"agent_rss_bytes", "stream", "diff", "relay_exec", "git_status", "egress"} {
+		"agent_rss_bytes", "stream", "diff", "relay_exec", "git_status", "egress", "memory"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("exp key %q in %s", k, b)
 		}
 	}
 	var back Report
-	if err := json.Unmarshal(b, &back); err != nil || back.HTTPExec != r.HTTPExec || back.GitStatus != r.GitStatus || len(back.Checks) != 10 {
+	if err := json.Unmarshal(b, &back); err != nil || back.HTTPExec != r.HTTPExec || back.GitStatus != r.GitStatus || back.Memory != r.Memory || len(back.Checks) != 12 {
 		t.Errorf("exp a round trip, got %+v, %v", back, err)
 	}
 }

@@ -211,8 +211,23 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 
+	r.progress("%d × create → first exec with a warm pool (serve --warm 1) and without, and docker run --rm IMAGE true", o.CreateSamples)
+	if rep.WarmPool, err = r.warmPool(ctx); err != nil {
+		return err
+	}
+
+	r.progress("create of a workspace of a repository with a devcontainer.json: the first (builds its template), a second (starts from it)")
+	if rep.Devcontainer, err = r.devcontainer(ctx); err != nil {
+		return err
+	}
+
 	r.progress("%d execs through the exec relay (a second sidecar, --agent-transport exec)", o.RelaySamples)
 	if rep.RelayExec, err = r.relayExecs(ctx); err != nil {
+		return err
+	}
+
+	r.progress("the sidecar's memory: %d execs at once writing 2 × %s each, then %d forwarded connections never read", o.MemExecs, fmtBytes(o.MemOutputBytes), o.MemConnections)
+	if rep.Memory, err = r.memory(ctx); err != nil {
 		return err
 	}
 	return nil

@@ -41,6 +41,9 @@ func TestRunTiny(t *testing.T) {
 		PortSamples:      5,
 		PortBytes:        1 << 20,
 		ForkBytes:        2 << 20,
+		MemExecs:         3,
+		MemOutputBytes:   1 << 20,
+		MemConnections:   20,
 		Progress:         &progress,
 	})
 	if err != nil {
@@ -59,7 +62,7 @@ func TestRunTiny(t *testing.T) {
 	if rep.RSS.StartBytes <= 0 || rep.RSS.IdleBytes <= 0 || rep.RSS.Sessions != 3 {
 		t.Errorf("unexpected RSS: %+v", rep.RSS)
 	}
-	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 10 {
+	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 12 {
 		t.Errorf("unexpected figures: %+v", rep)
 	}
 	if rep.AgentRSSBytes <= 0 || rep.RSS.AfterLoadBytes <= 0 || rep.Stream.Bytes != 5<<20 || rep.Diff.MS <= 0 ||
@@ -76,6 +79,10 @@ func TestRunTiny(t *testing.T) {
 	}
 	if rc := rep.RepoCreate; rc.Files != 50 || rc.PackBytes < 1<<20 || rc.FirstMS <= 0 || rc.SecondMS <= 0 || rc.LaterMS <= 0 {
 		t.Errorf("unexpected repository create figures: %+v", rc)
+	}
+	if m := rep.Memory; m.Execs != 3 || m.OutputBytes != 1<<20 || m.Connections != 20 || m.BaseBytes <= 0 ||
+		m.OutputsPeakBytes < m.BaseBytes || m.ForwardsPeakBytes <= 0 || m.OutputsMS <= 0 {
+		t.Errorf("unexpected memory figures: %+v", m)
 	}
 	if rep.Version == "" {
 		t.Error("exp the sidecar's version")

@@ -33,6 +33,11 @@ type sidecarProc struct {
 // startSidecar runs `bin serve` on a free loopback port with stateDir and a
 // generated token, and waits until it has written its sidecar.json.
 func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeout time.Duration, extra ...string) (*sidecarProc, error) {
+	return startSidecarEnv(ctx, nil, bin, stateDir, logPath, img, timeout, extra...)
+}
+
+// startSidecarEnv is startSidecar with more environment (DOCKER_HOST).
+func startSidecarEnv(ctx context.Context, env []string, bin, stateDir, logPath, img string, timeout time.Duration, extra ...string) (*sidecarProc, error) {
 	tok := make([]byte, 24)
 	if _, err := rand.Read(tok); err != nil {
 		return nil, err
@@ -50,7 +55,7 @@ func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeo
 	}
 	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir,
 		"--token", p.Token, "--image", img, "--log-level", "warn"}, extra...)...)
-	p.cmd.Env = cleanEnv(os.Environ())
+	p.cmd.Env = append(cleanEnv(os.Environ()), env...)
 	p.cmd.Stdout = logf
 	p.cmd.Stderr = logf
 	if err := p.cmd.Start(); err != nil {

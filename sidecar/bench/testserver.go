@@ -20,7 +20,14 @@ const maxTestBytes = 8 << 30
 // test-server`, from the read-only copy of the binary every workspace has):
 //
 //	GET  /hello             "hello from <hostname>\n"
+//	GET  /headers           the request's headers, "Name: value" lines
+//	GET  /preview/…         the same (a page at the console's preview paths,
+//	                        opened directly on the forward: what a browser
+//	                        sends it)
 //	GET  /bytes?n=N         N zero bytes (at most 8 GiB)
+//	GET  /respond?status=S&Name=value…
+//	                        status S (default 200) with each other query
+//	                        parameter as a response header
 //	GET  /stream?n=K&ms=M   K lines, each flushed, M ms apart (chunked)
 //	POST /echo              the request body back
 //	GET  /upgrade           101 Switching Protocols, then the raw
@@ -33,6 +40,25 @@ func ServeTestHTTP(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from %s\n", host)
+	})
+	headers := func(w http.ResponseWriter, r *http.Request) { _ = r.Header.Write(w) }
+	mux.HandleFunc("GET /headers", headers)
+	mux.HandleFunc("GET /preview/", headers)
+	mux.HandleFunc("GET /respond", func(w http.ResponseWriter, r *http.Request) {
+		code := http.StatusOK
+		for k, vs := range r.URL.Query() {
+			if k == "status" {
+				if n, err := strconv.Atoi(vs[0]); err == nil && n >= 200 && n <= 599 {
+					code = n
+				}
+				continue
+			}
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		w.WriteHeader(code)
+		fmt.Fprintln(w, "respond")
 	})
 	mux.HandleFunc("GET /bytes", func(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -272,6 +273,16 @@ func (c *Client) DeleteSession(ctx context.Context, ws, sid string) error {
 	return c.do(ctx, http.MethodDelete, sessPath(ws, sid), nil, nil)
 }
 
+// RestartSession gives a session whose shell has ended (exit, exec, a
+// fatal signal) a new shell with the session's creation settings (cwd and
+// environment); its history and command ids go on. A live session is
+// left as it is.
+func (c *Client) RestartSession(ctx context.Context, ws, sid string) (Session, error) {
+	var s Session
+	err := c.do(ctx, http.MethodPost, sessPath(ws, sid)+"/restart", nil, &s)
+	return s, err
+}
+
 // SetEnv exports (and unsets) variables in a session's shell.
 func (c *Client) SetEnv(ctx context.Context, ws, sid string, req SetEnvRequest) error {
 	return c.do(ctx, http.MethodPost, sessPath(ws, sid)+"/env", req, nil)
@@ -309,12 +320,18 @@ func (c *Client) ExecStream(ctx context.Context, ws, sid string, req ExecRequest
 		return ExecResult{}, err
 	}
 	defer resp.Body.Close()
+	cid := resp.Header.Get("X-Patina-Command-Id")
+	next := map[string]int64{}
 	var result *ExecResult
 	err = ReadEvents(resp.Body, func(ev StreamEvent) error {
 		switch ev.Event {
 		case "stdout", "stderr":
+			b := ev.Bytes()
+			if end := ev.Offset + int64(len(b)); end > next[ev.Event] {
+				next[ev.Event] = end
+			}
 			if onOutput != nil {
-				onOutput(ev.Event, ev.Bytes())
+				onOutput(ev.Event, b)
 			}
 		case "exit":
 			result = ev.Result
@@ -323,13 +340,85 @@ func (c *Client) ExecStream(ctx context.Context, ws, sid string, req ExecRequest
 		}
 		return nil
 	})
-	if err != nil {
+	var apiErr *APIError
+	switch {
+	case err != nil && errors.As(err, &apiErr):
 		return ExecResult{}, err
-	}
-	if result == nil {
+	case result == nil && cid != "" && ctx.Err() == nil:
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return ExecResult{}, &StreamLostError{CommandID: cid, Next: next, Err: err}
+	case err != nil:
+		return ExecResult{}, err
+	case result == nil:
 		return ExecResult{}, fmt.Errorf("exec stream ended without an exit event")
 	}
 	return *result, nil
+}
+
+// StreamLostError is ExecStream's error when the connection to the
+// sidecar broke after the command started (the sidecar was restarted,
+// say): the command runs on in its workspace. FollowCommand picks it up
+// where the stream left it.
+type StreamLostError struct {
+	CommandID string
+	// Next is, per stream ("stdout", "stderr"), the offset of the first
+	// byte not yet passed on.
+	Next map[string]int64
+	Err  error
+}
+
+func (e *StreamLostError) Error() string {
+	return fmt.Sprintf("lost the connection to the sidecar during command %s: %v", e.CommandID, e.Err)
+}
+
+func (e *StreamLostError) Unwrap() error { return e.Err }
+
+// FollowCommand passes on a command's output from the offsets in next
+// (per stream) until the command finishes, then returns its record: how
+// a caller whose ExecStream was cut off (StreamLostError) gets the rest.
+// onOutput is called from one goroutine at a time.
+func (c *Client) FollowCommand(ctx context.Context, ws, sid, cid string, next map[string]int64, onOutput func(stream string, data []byte)) (Command, error) {
+	var mu sync.Mutex
+	errs := make(chan error, 2)
+	for _, stream := range []string{"stdout", "stderr"} {
+		go func() {
+			rc, err := c.OpenOutput(ctx, ws, sid, cid, stream, next[stream], true)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer rc.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := rc.Read(buf)
+				if n > 0 && onOutput != nil {
+					mu.Lock()
+					onOutput(stream, buf[:n])
+					mu.Unlock()
+				}
+				if err == io.EOF {
+					errs <- nil
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var first error
+	for range 2 {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return Command{}, first
+	}
+	return c.Wait(ctx, ws, sid, cid)
 }
 
 // ReadEvents parses a text/event-stream of patina events, calling fn for

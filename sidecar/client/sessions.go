@@ -14,6 +14,7 @@ const DefaultSession = "default"
 type SessionAPI interface {
 	CreateSession(ctx context.Context, ws string, req CreateSessionRequest) (Session, error)
 	DeleteSession(ctx context.Context, ws, sid string) error
+	RestartSession(ctx context.Context, ws, sid string) (Session, error)
 }
 
 // EnsureSession creates session sid of workspace ws; one that exists
@@ -46,7 +47,8 @@ type SessionCall struct {
 	Workspace, Session string
 	// Restart starts a session whose shell has ended (exit, exec, a fatal
 	// signal) again, calling OnRestart first; the new shell's state is
-	// reset. Without it such a call fails with ErrEnded.
+	// reset to the session's creation settings, its history and command
+	// ids go on. Without it such a call fails with ErrEnded.
 	Restart   bool
 	OnRestart func()
 }
@@ -66,7 +68,7 @@ func InSession(ctx context.Context, c SessionAPI, sc SessionCall, call func() er
 	case errors.Is(err, ErrNotFound) && sc.Session != DefaultSession:
 		err = EnsureSession(ctx, c, sc.Workspace, sc.Session)
 	case sc.Restart && errors.Is(err, ErrEnded):
-		if err = ResetSession(ctx, c, sc.Workspace, sc.Session); err == nil && sc.OnRestart != nil {
+		if _, err = c.RestartSession(ctx, sc.Workspace, sc.Session); err == nil && sc.OnRestart != nil {
 			sc.OnRestart()
 		}
 	default:

@@ -26,6 +26,11 @@ func (f *fakeSessions) DeleteSession(_ context.Context, ws, sid string) error {
 	return f.delErr
 }
 
+func (f *fakeSessions) RestartSession(_ context.Context, ws, sid string) (Session, error) {
+	f.calls = append(f.calls, "restart "+ws+"/"+sid)
+	return Session{ID: sid}, nil
+}
+
 func TestEnsureAndResetSession(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -72,8 +77,8 @@ func TestInSession(t *testing.T) {
 		{"works", "s", true, nil, nil, 1, false, nil},
 		{"missing is created", "s", true, missing, []string{"create w/s"}, 2, false, nil},
 		{"missing default is the sidecar's to create", DefaultSession, true, missing, nil, 1, false, ErrNotFound},
-		{"ended is restarted", "s", true, ended, []string{"delete w/s", "create w/s"}, 2, true, nil},
-		{"ended default: the sidecar recreates it", DefaultSession, true, ended, []string{"delete w/default"}, 2, true, nil},
+		{"ended is restarted, keeping its history", "s", true, ended, []string{"restart w/s"}, 2, true, nil},
+		{"ended default is restarted too", DefaultSession, true, ended, []string{"restart w/default"}, 2, true, nil},
 		{"ended without restart fails", "s", false, ended, nil, 1, false, ErrEnded},
 	}
 	for _, c := range cases {

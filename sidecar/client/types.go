@@ -25,8 +25,15 @@ type CreateWorkspaceRequest struct {
 	Repo string `json:"repo,omitempty"`
 	// Base is the ref the branch starts from (default: the repo's HEAD).
 	Base string `json:"base,omitempty"`
-	// Image is the container image (default patina/base:bookworm).
+	// Image is the container image (default patina/base:bookworm; for a
+	// repository with a devcontainer.json, its template).
 	Image string `json:"image,omitempty"`
+	// Template names a template (GET /v1/templates) to start from, in place
+	// of an image.
+	Template string `json:"template,omitempty"`
+	// Dockerfile is a Dockerfile's path in Repo: the workspace starts from
+	// its template (built once per content).
+	Dockerfile string `json:"dockerfile,omitempty"`
 	// Env is set in the container (and so in every session).
 	Env map[string]string `json:"env,omitempty"`
 	// SecretEnv is set in every session's environment but never in the
@@ -75,7 +82,9 @@ type Workspace struct {
 	Branch string `json:"branch"`
 	// Worktree is the workspace's directory on the sidecar's machine,
 	// mounted at /workspace in the container.
-	Worktree   string `json:"worktree"`
+	Worktree string `json:"worktree"`
+	// Template is the template it was made from ("": none).
+	Template   string `json:"template,omitempty"`
 	Repo       string `json:"repo,omitempty"`
 	Base       string `json:"base,omitempty"`
 	BaseCommit string `json:"base_commit,omitempty"`
@@ -114,8 +123,16 @@ type Workspace struct {
 	// never). A workspace stopped for being idle says so in Error, and is
 	// started again by its next use.
 	IdleStop string `json:"idle_stop,omitempty"`
+	// IdleStopped: it is stopped because it was idle (Error says for how
+	// long), not because it failed; its next exec, attach or port
+	// connection starts it again.
+	IdleStopped bool `json:"idle_stopped,omitempty"`
 	// Placement are its placement constraints (--engine swarm).
 	Placement []string `json:"placement,omitempty"`
+	// LastActivity is the time of its last recorded activity (see README
+	// "Idle stop": calls that reach it, running commands, port
+	// connections); absent before any since the sidecar started.
+	LastActivity *time.Time `json:"last_activity,omitempty"`
 }
 
 // AgentStatus describes a workspace's agent.
@@ -191,6 +208,8 @@ type ExecRequest struct {
 	TTY  bool `json:"tty,omitempty"`
 	Rows int  `json:"rows,omitempty"`
 	Cols int  `json:"cols,omitempty"`
+	// Term is TERM for a TTY command (default xterm-256color).
+	Term string `json:"term,omitempty"`
 }
 
 // ExecResult is the outcome of a command.
@@ -317,6 +336,10 @@ type Diff struct {
 	// workspace, which merge does not record: commit it first (the commit
 	// keeps the review when it records exactly what was shown).
 	Uncommitted bool `json:"uncommitted,omitempty"`
+	// Repaired says the workspace's own repository was broken (its HEAD
+	// named no readable commit) and was made again at the base commit,
+	// the files kept: every change since the base shows as uncommitted.
+	Repaired string `json:"repaired,omitempty"`
 }
 
 // FileStat summarises one changed file.
@@ -347,6 +370,9 @@ type CommitResult struct {
 	// same files, on the commit it showed): a merge that names no commit
 	// takes it. False: look at the diff before merging.
 	Reviewed bool `json:"reviewed"`
+	// Repaired: as Diff.Repaired; the repository was re-seeded before the
+	// commit.
+	Repaired string `json:"repaired,omitempty"`
 }
 
 // MergeRequest is the body of POST .../merge.
@@ -475,4 +501,25 @@ type TerminalMessage struct {
 	Cols     int    `json:"cols,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// ConsoleCode is the answer of POST /v1/console/codes: a one-time code
+// that signs a browser in to the web console once, within a short time.
+type ConsoleCode struct {
+	Code string `json:"code"`
+	// Path is the console's path with the code in its fragment (which a
+	// browser never sends, so no log holds it): append it to the
+	// sidecar's address.
+	Path    string    `json:"path"`
+	Expires time.Time `json:"expires"`
+}
+
+// WorkspaceDeleted is the data of a "workspace_deleted" event of GET
+// /v1/events. The events (the SSE event name, then its data): "snapshot"
+// (every workspace, first), "workspace" (one created or changed),
+// "workspace_deleted", and with ?workspace=: "sessions" (that workspace's
+// sessions, first and whenever one changed: a command started or ended, a
+// cwd moved).
+type WorkspaceDeleted struct {
+	ID string `json:"id"`
 }

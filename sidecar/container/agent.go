@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
@@ -107,6 +108,10 @@ func (v *agentVolume) verified(ctx context.Context, d *Docker) error {
 const (
 	agentFillDir     = "/agent"
 	agentFillTimeout = 5 * time.Minute
+	// fillAttempts and fillRetryWait bound the fills of a volume that
+	// other sidecars fill at the same moment (see ensure).
+	fillAttempts  = 5
+	fillRetryWait = 500 * time.Millisecond
 )
 
 // ensure makes sure the engine has the volume, holding this binary, and
@@ -170,8 +175,12 @@ func (v *agentVolume) ensure(ctx context.Context, d *Docker) (string, error) {
 	default:
 		d.log.Warn("the agent volume does not hold this patina binary: filling it again", "volume", v.name, "found", bad.why)
 	}
-	// Twice at most: a sidecar filling it at the same moment writes the
-	// same bytes, and the second check sees them.
+	// Sidecars starting at once on a fresh engine fill it at the same
+	// moment: each writes the same bytes, but a check may read the file
+	// while another is rewriting it (seen with three sidecars: "11369984
+	// bytes, not 26444951"). So a failed check waits a little (jittered,
+	// longer each time), looks again without writing, and only then fills
+	// anew, fillAttempts times at most.
 	for attempt := 0; ; attempt++ {
 		t0 = time.Now()
 		if err := v.fill(ctx, d, created.ID); err != nil {
@@ -184,8 +193,18 @@ func (v *agentVolume) ensure(ctx context.Context, d *Docker) (string, error) {
 		if !errors.As(err, &bad) {
 			return "", fmt.Errorf("check volume %s: %w", v.name, err)
 		}
-		if attempt == 1 {
-			return "", fmt.Errorf("%w: volume %s still does not hold this patina binary after it was filled (%s): remove it (docker volume rm %s) once no container uses it", ErrAgentBinary, v.name, bad.why, v.name)
+		if attempt == fillAttempts-1 {
+			return "", fmt.Errorf("%w: volume %s still does not hold this patina binary after it was filled %d times (%s): remove it (docker volume rm %s) once no container uses it", ErrAgentBinary, v.name, fillAttempts, bad.why, v.name)
+		}
+		wait := time.Duration(attempt+1) * (fillRetryWait + rand.N(fillRetryWait))
+		d.log.Debug("the agent volume changed under its check (another sidecar filling it?): looking again", "volume", v.name, "found", bad.why, "wait", wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return "", fmt.Errorf("check volume %s: %w", v.name, ctx.Err())
+		}
+		if err = v.check(ctx, d, created.ID); err == nil {
+			break
 		}
 	}
 	v.ready.Store(true)

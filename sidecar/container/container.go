@@ -178,7 +178,13 @@ type Config struct {
 	// 10.213.0.0/16, a /24 per sidecar, chosen by the hash, the next free
 	// one on a clash): Docker's own pools hold about thirty networks.
 	SubnetPool netip.Prefix
-	Logger     *slog.Logger
+	// Runtime is the OCI runtime the engine runs workspaces' containers
+	// with (Docker's --runtime): "" the engine's default (runc), or
+	// "runsc" (gVisor: a user-space kernel between the workspace and the
+	// host's; it must be registered with the engine). Under runsc the
+	// agent is reached by the exec transport.
+	Runtime string
+	Logger  *slog.Logger
 }
 
 // Docker runs workspaces on a Docker engine.
@@ -237,6 +243,11 @@ func New(api API, cfg Config) (*Docker, error) {
 	default:
 		return nil, fmt.Errorf("agent transport must be auto, netns or exec, not %q", cfg.Transport)
 	}
+	t, err := transportFor(cfg.Runtime, d.transport)
+	if err != nil {
+		return nil, err
+	}
+	d.transport = t
 	if err := d.agent.load(cfg.Binary); err != nil {
 		return nil, err
 	}
@@ -339,9 +350,9 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 	if a := spec.Agent; a.WorkspaceID != "" {
 		// The init starts the first agent as the container starts (each
 		// time it starts): a docker exec would cost 0.1 s more. Its token
-		// is in the container's environment, where root in the container
-		// could read it anyway (/proc/<agent>/environ); the agent keeps
-		// it from the shells.
+		// is in the container's environment: the init takes it out of its
+		// /proc/1/environ at once and hands it to the agent alone (see
+		// agent.takeSecretEnv).
 		entry = initCommand(a)
 		env = append(env, agentTokenEnv+"="+a.Token)
 		ctrLabels[LabelAgentInit] = "1"
@@ -357,6 +368,7 @@ func (d *Docker) create(ctx context.Context, spec Spec) (string, error) {
 		Labels:     ctrLabels,
 	}
 	host := &container.HostConfig{
+		Runtime:     d.cfg.Runtime,
 		Mounts:      mounts,
 		NetworkMode: container.NetworkMode(netMode),
 		SecurityOpt: []string{"no-new-privileges"},

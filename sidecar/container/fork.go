@@ -124,6 +124,7 @@ func (d *Docker) CopyVolumes(ctx context.Context, spec CopySpec) error {
 		User:       "0:0",
 		Labels:     labels,
 	}, &container.HostConfig{
+		Runtime:     d.cfg.Runtime, // it reads what the workspace wrote
 		Mounts:      mounts,
 		NetworkMode: "none",
 		SecurityOpt: []string{"no-new-privileges"},

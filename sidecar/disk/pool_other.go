@@ -30,6 +30,10 @@ func (*Pool) Clone(context.Context, string, string) (string, error) {
 func (*Pool) Usage(string) (Usage, error)          { return Usage{}, ErrUnsupported }
 func (*Pool) Remove(context.Context, string) error { return ErrUnsupported }
 func (*Pool) IDs() ([]string, error)               { return nil, ErrUnsupported }
+func (*Pool) Owned() ([]string, error)             { return nil, ErrUnsupported }
 
 // Cleanup has nothing to undo without Linux.
 func Cleanup(string) error { return nil }
+
+// RemoveOwned has no pool to clean without Linux.
+func RemoveOwned(string, string) error { return nil }

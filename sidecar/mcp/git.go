@@ -44,6 +44,13 @@ func (s *server) addGitTools(ms *mcp.Server) {
 		Description: "Show a workspace's log: what happened in it, oldest first (creation, commands run with their exit codes, commits, merges).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.showLog)
+	addTool(s, ms, &mcp.Tool{
+		Name:  "apply",
+		Title: "Stage a workspace's changes in the user's checkout",
+		Description: "Stage a repository workspace's changes, squashed into one, in the user's own working tree (the repository it was made from), " +
+			"without committing: the user reviews them with git diff --cached and commits them. Use merge instead to merge the workspace's branch.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, s.apply)
 }
 
 func (s *server) diff(ctx context.Context, in WorkspaceIn) (string, DiffOut, error) {
@@ -207,4 +214,26 @@ func (s *server) showLog(ctx context.Context, in WorkspaceIn) (string, LogOut, e
 		b.WriteString(e.Line + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n"), out, nil
+}
+
+func (s *server) apply(ctx context.Context, in WorkspaceIn) (string, ApplyOut, error) {
+	if err := required("workspace", in.Workspace, "the workspace's name or id"); err != nil {
+		return "", ApplyOut{}, err
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var res client.ApplyResult
+	err := s.call(ctx, func(c *client.Client) (err error) {
+		res, err = c.Apply(ctx, in.Workspace)
+		return err
+	})
+	if err != nil {
+		return "", ApplyOut{}, err
+	}
+	out := ApplyOut{Dir: res.Dir, Files: []string{}}
+	for _, f := range res.Files {
+		out.Files = append(out.Files, f.Path)
+	}
+	text := fmt.Sprintf("Staged %d file(s) in %s (not committed): %s", len(out.Files), res.Dir, strings.Join(out.Files, ", "))
+	return text, out, nil
 }

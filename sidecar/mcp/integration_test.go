@@ -193,7 +193,7 @@ func TestMCPToolsAgainstSidecar(t *testing.T) {
 			o := structured[CommandOutputOut](t, call(t, cs, "command_output", map[string]any{"workspace": "demo", "command_id": r.CommandID, "stream": "stdout"}))
 			return o.Data == "started\n" && o.State == "running" && !o.EOF
 		})
-		out := mustOK(t, cs, "command_signal", map[string]any{"workspace": "demo", "command_id": r.CommandID, "signal": "int"})
+		out := mustOK(t, cs, "command_signal", map[string]any{"workspace": "demo", "command_id": r.CommandID, "signal": "INT"})
 		if !strings.Contains(out, "Sent INT to command "+r.CommandID) {
 			t.Fatalf("command_signal: %s", out)
 		}

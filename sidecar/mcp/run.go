@@ -62,6 +62,9 @@ func (s *server) run(ctx context.Context, in RunIn) (string, RunOut, error) {
 	}
 	sid := firstNonEmpty(in.Session, defaultSession)
 	req := client.ExecRequest{Command: in.Command, TimeoutMS: in.TimeoutMS}
+	if in.Stdin != "" {
+		req.Stdin = &in.Stdin
+	}
 	out := RunOut{Workspace: in.Workspace, Session: sid}
 
 	if in.Background {
@@ -109,7 +112,7 @@ func (s *server) run(ctx context.Context, in RunIn) (string, RunOut, error) {
 // session usable first when it has to: the sidecar creates only "default"
 // on first use, so another session is created when exec finds none; and
 // a session whose shell has exited (`exit`, `exec`, a fatal signal) is
-// removed and started again, so that one stray `exit` does not leave a
+// started again (its history and command ids go on), so that one stray `exit` does not leave a
 // model with a dead session name. fresh reports the latter.
 func (s *server) inSession(ctx context.Context, ws, sid string, exec func(*client.Client) error) (fresh bool, err error) {
 	err = client.InSession(ctx, sessionCaller{s}, client.SessionCall{
@@ -138,10 +141,18 @@ func (sc sessionCaller) DeleteSession(ctx context.Context, ws, sid string) error
 	return sc.s.call(ctx, func(c *client.Client) error { return c.DeleteSession(ctx, ws, sid) })
 }
 
+func (sc sessionCaller) RestartSession(ctx context.Context, ws, sid string) (out client.Session, err error) {
+	err = sc.s.call(ctx, func(c *client.Client) (err error) {
+		out, err = c.RestartSession(ctx, ws, sid)
+		return err
+	})
+	return out, err
+}
+
 // freshNote says that a session was started again.
 func freshNote(sid string) string {
 	return fmt.Sprintf("Note: session %q's shell had exited, so this command ran in a new shell: it starts in /workspace, "+
-		"and variables, functions and the previous commands' history are gone.", sid)
+		"and its variables and functions are gone (its command history goes on).", sid)
 }
 
 // runResult shapes an exec result for the model.

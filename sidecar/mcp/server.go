@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/patina-dev/patina/sidecar/client"
@@ -145,10 +146,10 @@ func New(c *client.Client, opts Options) *mcp.Server {
 
 // ToolNames are the names of the tools New registers, in order.
 var ToolNames = []string{
-	"workspace_create", "workspace_list", "workspace_delete",
+	"workspace_create", "workspace_list", "workspace_delete", "workspace_stop", "workspace_start", "session_list",
 	"run", "command_output", "command_signal",
 	"file_read", "file_write", "file_edit", "file_list", "file_delete",
-	"diff", "commit", "merge", "log",
+	"diff", "commit", "merge", "log", "apply",
 	"port_forward", "workspace_fork", "network_restrict",
 }
 
@@ -159,6 +160,9 @@ type handler[In, Out any] func(ctx context.Context, in In) (text string, out Out
 // addTool registers a tool whose handler cannot take the server down: an
 // error or a panic becomes a tool error (IsError), not a protocol error.
 func addTool[In, Out any](s *server, ms *mcp.Server, t *mcp.Tool, h handler[In, Out]) {
+	if t.InputSchema == nil {
+		t.InputSchema = inputSchema[In]()
+	}
 	mcp.AddTool(ms, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		start := time.Now()
 		defer func() {
@@ -273,4 +277,34 @@ func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h quietHandler) WithGroup(name string) slog.Handler {
 	return quietHandler{h.Handler.WithGroup(name)}
+}
+
+// inputSchema is the JSON schema inferred from In's fields and tags, with
+// what tags cannot say: the closed sets of values (stream, signal,
+// encoding) as enums and the ports' bounds.
+func inputSchema[In any]() *jsonschema.Schema {
+	sc, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("the schema of %T: %v", *new(In), err))
+	}
+	enum := func(vs ...string) []any {
+		out := make([]any, len(vs))
+		for i, v := range vs {
+			out[i] = v
+		}
+		return out
+	}
+	for name, p := range sc.Properties {
+		switch name {
+		case "stream":
+			p.Enum = enum("stdout", "stderr")
+		case "encoding":
+			p.Enum = enum("text", "base64")
+		case "signal":
+			p.Enum = enum(signals...)
+		case "port":
+			p.Minimum, p.Maximum = ptr(1.0), ptr(65535.0)
+		}
+	}
+	return sc
 }

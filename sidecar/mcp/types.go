@@ -5,11 +5,18 @@ package mcpserver
 
 // WorkspaceCreateIn is workspace_create's arguments.
 type WorkspaceCreateIn struct {
-	Name      string   `json:"name,omitempty" jsonschema:"Name of the workspace, also naming its branch patina/<name>: 1 to 64 ASCII letters, digits, '.', '_' and '-', starting with a letter or digit. Generated when omitted."`
-	Repo      string   `json:"repo,omitempty" jsonschema:"Path of a git repository on the user's machine (a relative path is resolved against the MCP server's working directory, normally the user's project). The workspace becomes a new branch of it checked out at /workspace. Omit for an empty scratch workspace without git."`
-	Base      string   `json:"base,omitempty" jsonschema:"Git ref (branch, tag or commit) the workspace's branch starts from (default: the repository's current HEAD). Only with repo."`
-	Image     string   `json:"image,omitempty" jsonschema:"Docker image of the workspace's container (default patina/base:bookworm: a minimal Debian 12 with bash, coreutils, git, procps, vim-tiny and less; install more with apt-get install -y)."`
-	Placement []string `json:"placement,omitempty" jsonschema:"Swarm placement constraints choosing the node the workspace runs on, e.g. [\"node.labels.gpu==1\"] (node.ATTR==VALUE or node.ATTR!=VALUE). Only when the sidecar runs with --engine swarm; omit otherwise."`
+	Name         string            `json:"name,omitempty" jsonschema:"Name of the workspace, also naming its branch patina/<name>: 1 to 64 ASCII letters, digits, '.', '_' and '-', starting with a letter or digit. Generated when omitted."`
+	Repo         string            `json:"repo,omitempty" jsonschema:"Path of a git repository on the user's machine (a relative path is resolved against the MCP server's working directory, normally the user's project). The workspace becomes a new branch of it checked out at /workspace. Omit for an empty scratch workspace without git."`
+	Base         string            `json:"base,omitempty" jsonschema:"Git ref (branch, tag or commit) the workspace's branch starts from (default: the repository's current HEAD). Only with repo."`
+	Image        string            `json:"image,omitempty" jsonschema:"Docker image of the workspace's container (default patina/base:bookworm: a minimal Debian 12 with bash, coreutils, git, procps, vim-tiny and less; install more with apt-get install -y)."`
+	Env          map[string]string `json:"env,omitempty" jsonschema:"Environment variables of every session, e.g. {\"CI\": \"1\"}."`
+	MemoryMB     int64             `json:"memory_mb,omitempty" jsonschema:"Memory limit of the container in MiB (default: the sidecar's)."`
+	CPUs         float64           `json:"cpus,omitempty" jsonschema:"CPU limit, in CPUs (e.g. 1.5; default: the sidecar's)."`
+	PidsLimit    int64             `json:"pids_limit,omitempty" jsonschema:"Most processes at once (default: the sidecar's)."`
+	IdleStop     string            `json:"idle_stop,omitempty" jsonschema:"Stop the workspace after this long without use, e.g. 30m (it starts again on the next call); 0 never (default: the sidecar's)."`
+	NetworkNone  bool              `json:"network_none,omitempty" jsonschema:"No network at all."`
+	NetworkAllow []string          `json:"network_allow,omitempty" jsonschema:"Reach only these host names, addresses or CIDRs (host or host:port); default: the internet but nothing private."`
+	Placement    []string          `json:"placement,omitempty" jsonschema:"Swarm placement constraints choosing the node the workspace runs on, e.g. [\"node.labels.gpu==1\"] (node.ATTR==VALUE or node.ATTR!=VALUE). Only when the sidecar runs with --engine swarm; omit otherwise."`
 }
 
 // WorkspaceOut describes a workspace.
@@ -37,7 +44,8 @@ type WorkspaceListOut struct {
 
 // WorkspaceDeleteIn is workspace_delete's arguments.
 type WorkspaceDeleteIn struct {
-	ID         string `json:"id" jsonschema:"The workspace's name or id."`
+	Workspace  string `json:"workspace,omitempty" jsonschema:"The workspace's name or id."`
+	ID         string `json:"id,omitempty" jsonschema:"The old name of workspace, still accepted."`
 	KeepBranch bool   `json:"keep_branch,omitempty" jsonschema:"Keep the workspace's git branch (and its commits) in the repository. Default false: the branch is deleted too."`
 }
 
@@ -54,6 +62,7 @@ type RunIn struct {
 	Session    string `json:"session,omitempty" jsonschema:"Shell session name (default \"default\"). Each session is a separate bash with its own working directory, variables and history, created on first use. Use another session to run a command while one runs."`
 	TimeoutMS  int64  `json:"timeout_ms,omitempty" jsonschema:"Interrupt the command after this many milliseconds; the session and its state survive. Default 600000 (10 minutes) for a foreground command, none with background."`
 	Background bool   `json:"background,omitempty" jsonschema:"Start the command and return its command_id at once, without waiting: for servers, watchers and very long jobs. Read its output and status with command_output, stop it with command_signal."`
+	Stdin      string `json:"stdin,omitempty" jsonschema:"Text the command reads on its standard input (default: it reads EOF at once)."`
 }
 
 // RunOut is run's result.
@@ -208,7 +217,8 @@ type FileDeleteOut struct {
 	Path string `json:"path" jsonschema:"What was deleted."`
 }
 
-// WorkspaceIn is the arguments of tools that take only a workspace.
+// WorkspaceIn is the arguments of tools that take only a workspace (diff,
+// log, workspace_stop, workspace_start, session_list, apply).
 type WorkspaceIn struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace's name or id."`
 }
@@ -310,4 +320,23 @@ type PortForwardOut struct {
 type WorkspaceForkIn struct {
 	Workspace string `json:"workspace" jsonschema:"The workspace to fork (its name or id)."`
 	Name      string `json:"name,omitempty" jsonschema:"The new workspace's name (default: generated)."`
+}
+
+// SessionListOut is session_list's result.
+type SessionListOut struct {
+	Sessions []SessionOut `json:"sessions" jsonschema:"The workspace's sessions."`
+}
+
+// SessionOut is one session.
+type SessionOut struct {
+	ID      string `json:"id" jsonschema:"The session's name (run's session)."`
+	Cwd     string `json:"cwd" jsonschema:"Its shell's working directory."`
+	Status  string `json:"status" jsonschema:"idle, running, ended or closed."`
+	Running string `json:"running,omitempty" jsonschema:"The id of the command it runs now."`
+}
+
+// ApplyOut is apply's result.
+type ApplyOut struct {
+	Dir   string   `json:"dir" jsonschema:"The user's checkout the changes were applied to."`
+	Files []string `json:"files" jsonschema:"The files changed there."`
 }

@@ -35,10 +35,95 @@ func (s *server) addWorkspaceTools(ms *mcp.Server) {
 			"its branch patina/<name> is deleted too, with any commits not merged, unless keep_branch is true. Merge first what you want to keep.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, s.workspaceDelete)
+	addTool(s, ms, &mcp.Tool{
+		Name:  "workspace_stop",
+		Title: "Stop a workspace",
+		Description: "Stop a workspace's container: its files, branch and sessions' history stay; processes in it (servers, background commands) end. " +
+			"workspace_start starts it again; run also starts a workspace that was stopped for being idle.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, s.workspaceStop)
+	addTool(s, ms, &mcp.Tool{
+		Name:        "workspace_start",
+		Title:       "Start a workspace",
+		Description: "Start a stopped workspace's container again. Its sessions come back in new shells with their last state (cwd, variables, functions).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, s.workspaceStart)
+	addTool(s, ms, &mcp.Tool{
+		Name:        "session_list",
+		Title:       "List a workspace's sessions",
+		Description: "List a workspace's shell sessions: name, working directory, status (idle, running, ended) and the command running now.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, s.sessionList)
+}
+
+func (s *server) workspaceStop(ctx context.Context, in WorkspaceIn) (string, WorkspaceOut, error) {
+	return s.workspaceAction(ctx, in, "Stopped", (*client.Client).StopWorkspace)
+}
+
+func (s *server) workspaceStart(ctx context.Context, in WorkspaceIn) (string, WorkspaceOut, error) {
+	return s.workspaceAction(ctx, in, "Started", (*client.Client).StartWorkspace)
+}
+
+// workspaceAction runs a call answering with the workspace.
+func (s *server) workspaceAction(ctx context.Context, in WorkspaceIn, done string,
+	call func(*client.Client, context.Context, string) (client.Workspace, error)) (string, WorkspaceOut, error) {
+	if err := required("workspace", in.Workspace, "the workspace's name or id"); err != nil {
+		return "", WorkspaceOut{}, err
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var w client.Workspace
+	err := s.call(ctx, func(c *client.Client) (err error) {
+		w, err = call(c, ctx, in.Workspace)
+		return err
+	})
+	if err != nil {
+		return "", WorkspaceOut{}, err
+	}
+	return fmt.Sprintf("%s workspace %s: it is %s.", done, w.Name, w.Status), workspaceOut(w), nil
+}
+
+func (s *server) sessionList(ctx context.Context, in WorkspaceIn) (string, SessionListOut, error) {
+	if err := required("workspace", in.Workspace, "the workspace's name or id"); err != nil {
+		return "", SessionListOut{}, err
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	var ss []client.Session
+	err := s.call(ctx, func(c *client.Client) (err error) {
+		ss, err = c.ListSessions(ctx, in.Workspace)
+		return err
+	})
+	if err != nil {
+		return "", SessionListOut{}, err
+	}
+	out := SessionListOut{Sessions: []SessionOut{}}
+	var b strings.Builder
+	if len(ss) == 0 {
+		b.WriteString("No sessions yet: run creates one.")
+	}
+	for _, x := range ss {
+		out.Sessions = append(out.Sessions, SessionOut{ID: x.ID, Cwd: x.Cwd, Status: x.Status, Running: x.Running})
+		fmt.Fprintf(&b, "%s: %s in %s", x.ID, x.Status, x.Cwd)
+		if x.Running != "" {
+			fmt.Fprintf(&b, " (running command %s)", qualifyID(x.ID, x.Running))
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), out, nil
 }
 
 func (s *server) workspaceCreate(ctx context.Context, in WorkspaceCreateIn) (string, WorkspaceOut, error) {
-	req := client.CreateWorkspaceRequest{Name: in.Name, Repo: in.Repo, Base: in.Base, Image: in.Image, Placement: in.Placement}
+	req := client.CreateWorkspaceRequest{Name: in.Name, Repo: in.Repo, Base: in.Base, Image: in.Image, Placement: in.Placement,
+		Env: in.Env, MemoryMB: in.MemoryMB, CPUs: in.CPUs, PidsLimit: in.PidsLimit, IdleStop: in.IdleStop}
+	switch {
+	case in.NetworkNone && len(in.NetworkAllow) > 0:
+		return "", WorkspaceOut{}, argErrorf("give network_none or network_allow, not both")
+	case in.NetworkNone:
+		req.Network = &client.NetworkPolicy{Mode: client.NetworkNone}
+	case len(in.NetworkAllow) > 0:
+		req.Network = &client.NetworkPolicy{Mode: client.NetworkAllow, Allow: in.NetworkAllow}
+	}
 	if req.Repo != "" {
 		req.Repo = expandRepo(req.Repo, s.opts.WorkDir)
 	} else if req.Base != "" {
@@ -122,9 +207,16 @@ func (s *server) workspaceList(ctx context.Context, _ WorkspaceListIn) (string, 
 }
 
 func (s *server) workspaceDelete(ctx context.Context, in WorkspaceDeleteIn) (string, WorkspaceDeleteOut, error) {
-	if err := required("id", in.ID, "the workspace's name or id"); err != nil {
+	switch {
+	case in.Workspace != "" && in.ID != "" && in.Workspace != in.ID:
+		return "", WorkspaceDeleteOut{}, argErrorf("workspace and id name different workspaces: give workspace only")
+	case in.Workspace == "":
+		in.Workspace = in.ID
+	}
+	if err := required("workspace", in.Workspace, "the workspace's name or id"); err != nil {
 		return "", WorkspaceDeleteOut{}, err
 	}
+	in.ID = in.Workspace
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
 	err := s.call(ctx, func(c *client.Client) error {

@@ -8,8 +8,11 @@
 // both ways until each side closes its half. Every frame has a fixed
 // 12-byte header and a bounded payload; a stream's receiver advertises a
 // window and the sender never sends more than that window ahead of what was
-// read, so a slow or absent reader costs at most Config.Window bytes per
-// stream and never blocks the connection or other streams. A peer that
+// read, so a slow or absent reader costs at most its window and never blocks
+// the connection or other streams. A window starts at InitialWindow (4 KiB)
+// and doubles up to Window (256 KiB) as its reader keeps up, drawing the
+// growth from Config.Budget (its spare half): a stream nobody reads costs
+// 4 KiB, and the sum of the larger windows is bounded by the budget. A peer that
 // breaks the rules (an oversized frame, data beyond its window, a frame of
 // unknown type, too many streams, silence past the keep-alive) loses the
 // connection; nothing it sends can make this side allocate more than

@@ -23,8 +23,13 @@ const (
 	MaxData = 64 << 10
 	// MaxOpenHeader is the largest stream header (the OPEN payload).
 	MaxOpenHeader = 64 << 10
-	// Window is how many bytes a stream's sender may have in flight beyond
-	// what the receiver has read: the most a stream ever buffers.
+	// InitialWindow is how many bytes a stream's sender may have in flight
+	// beyond what the receiver has read when the stream opens. The receiver
+	// grows the window (doubling, each time half of it was read) up to
+	// Window while its Config.Budget allows: a stream nobody reads costs
+	// InitialWindow, and what the windows grew to is bounded by the budget.
+	InitialWindow = 4 << 10
+	// Window is the largest window: the most a stream ever buffers.
 	Window = 256 << 10
 	// maxReason bounds RESET and GOAWAY reasons.
 	maxReason = 1024
@@ -90,8 +95,17 @@ type Config struct {
 	// WriteTimeout bounds each frame write: a peer that stops reading for
 	// that long loses the connection (default 10 s).
 	WriteTimeout time.Duration
+	// Budget, if set, is what the receive windows of this side's streams
+	// grow from beyond InitialWindow (nil: each grows to Window freely).
+	Budget Budget
 	// Logger gets protocol violations (default: discard).
 	Logger *slog.Logger
+}
+
+// Budget is memory shared by many connections (budget.Budget).
+type Budget interface {
+	TryAcquireSpare(n int64) bool
+	Release(n int64)
 }
 
 func (c Config) withDefaults() Config {
@@ -218,6 +232,7 @@ func (c *Conn) fail(err error) {
 	close(c.done)
 	_ = c.nc.Close()
 	for _, s := range streams {
+		s.releaseWindow()
 		s.markDone()
 		s.wake()
 	}
@@ -289,8 +304,9 @@ func (c *Conn) newStream(id uint32, remote bool) *Stream {
 		c:          c,
 		id:         id,
 		remote:     remote,
-		recvWindow: Window,
-		sendWindow: Window,
+		recvWindow: InitialWindow,
+		recvLimit:  InitialWindow,
+		sendWindow: InitialWindow,
 		readable:   make(chan struct{}, 1),
 		writable:   make(chan struct{}, 1),
 		done:       make(chan struct{}),
@@ -591,13 +607,17 @@ func (c *Conn) onData(id uint32, fin bool, p []byte) bool {
 // forget removes a finished stream from the connection's table.
 func (c *Conn) forget(s *Stream) {
 	c.mu.Lock()
-	if c.streams[s.id] == s {
+	found := c.streams[s.id] == s
+	if found {
 		delete(c.streams, s.id)
 		if s.remote {
 			c.peerOpen--
 		}
 	}
 	c.mu.Unlock()
+	if found {
+		s.releaseWindow()
+	}
 }
 
 // NetConn is the connection the streams travel on.
@@ -624,4 +644,14 @@ func (c *Conn) ExpectReply(d time.Duration) (end func()) {
 	pipeGate.Begin()
 	pc.rd.Expect(d)
 	return pipeGate.End
+}
+
+// closedNow reports whether the connection is closed.
+func (c *Conn) closedNow() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }

@@ -140,8 +140,8 @@ func waitFor(t testing.TB, cond func() bool) {
 	}
 }
 
-// A stream whose reader does not read holds at most Window bytes and does
-// not stop other streams.
+// A stream whose reader does not read holds at most InitialWindow bytes
+// and does not stop other streams.
 func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 	c, s := pair(t, Config{}, Config{})
 	ctx := context.Background()
@@ -173,7 +173,7 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 	waitFor(t, func() bool {
 		flood.mu.Lock()
 		defer flood.mu.Unlock()
-		return flood.rlen == Window
+		return flood.rlen == InitialWindow
 	})
 	for i := 0; i < 20; i++ {
 		st, err := c.Open(ctx, []byte("quick"), true)
@@ -192,7 +192,7 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 	default:
 	}
 	flood.mu.Lock()
-	if flood.rlen > Window {
+	if flood.rlen > InitialWindow {
 		t.Fatalf("buffered %d bytes, more than the window", flood.rlen)
 	}
 	flood.mu.Unlock()
@@ -322,7 +322,7 @@ func TestDataBeyondWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, peer) }()
-	chunk := make([]byte, MaxData)
+	chunk := make([]byte, InitialWindow+1)
 	for sent := 0; sent <= Window; sent += len(chunk) {
 		if _, err := peer.Write(frameBytes(typeData, 0, st.ID(), chunk)); err != nil {
 			break

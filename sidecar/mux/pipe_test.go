@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/patina-dev/patina/internal/pollread"
 )
 
 // pipePair is two PipeConns joined by two pipes.
@@ -91,6 +93,8 @@ func TestPipePeerThatDoesNotRead(t *testing.T) {
 // (the server's wake-ups then race with its reads): nothing fails, is lost
 // or reordered, the pipes did poll, and the polling ends with the calls.
 func TestPipesPolling(t *testing.T) {
+	pollread.SetEnabled(true)
+	t.Cleanup(func() { pollread.SetEnabled(false) })
 	for _, callers := range []int{1, 4} {
 		a, b := pipePair(t)
 		c, s := Client(a, Config{}), Server(b, Config{})

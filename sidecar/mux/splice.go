@@ -16,7 +16,10 @@ type HalfConn interface {
 func Splice(a, b HalfConn) error {
 	errc := make(chan error, 2)
 	copyHalf := func(dst, src HalfConn) {
-		_, err := io.Copy(dst, src)
+		// A buffer of spliceBuffer, not io.Copy's 32 KiB (nor the 32 KiB a
+		// TCP connection's ReadFrom or WriteTo takes): a thousand idle
+		// tunnels hold two each.
+		_, err := io.CopyBuffer(onlyWriter{dst}, onlyReader{src}, make([]byte, spliceBuffer))
 		if err == nil {
 			err = dst.CloseWrite()
 		}
@@ -29,3 +32,12 @@ func Splice(a, b HalfConn) error {
 	}
 	return <-errc
 }
+
+// spliceBuffer is each direction's copy buffer: a stream's frames are at
+// most its window, which starts at 4 KiB.
+const spliceBuffer = 8 << 10
+
+// onlyReader and onlyWriter hide ReadFrom and WriteTo, so that CopyBuffer
+// uses its buffer.
+type onlyReader struct{ io.Reader }
+type onlyWriter struct{ io.Writer }

@@ -25,6 +25,8 @@ type Stream struct {
 	rbuf       [][]byte
 	rlen       int
 	recvWindow int // bytes the peer may still send
+	recvLimit  int // the window's size now (InitialWindow, growing to Window)
+	grown      int // bytes of recvLimit drawn from the connection's budget
 	consumed   int // bytes read (or discarded) and not yet credited back
 	sendWindow int // bytes we may still send
 	remoteFIN  bool
@@ -106,15 +108,37 @@ func (s *Stream) Read(p []byte) (int, error) {
 }
 
 // takeCreditLocked returns how much window to give back to the peer: once
-// half the window is consumed, all of it.
+// half the window is consumed, all of it, and the window doubles (up to
+// Window) if the budget has the bytes.
 func (s *Stream) takeCreditLocked() int {
-	if s.remoteFIN || s.resetErr != nil || s.consumed < Window/2 {
+	if s.remoteFIN || s.resetErr != nil || s.consumed < s.recvLimit/2 {
 		return 0
 	}
 	n := s.consumed
 	s.consumed = 0
+	if grow := min(s.recvLimit, Window-s.recvLimit); grow > 0 && !s.c.closedNow() {
+		if b := s.c.cfg.Budget; b == nil || b.TryAcquireSpare(int64(grow)) {
+			if b != nil {
+				s.grown += grow
+			}
+			s.recvLimit += grow
+			n += grow
+		}
+	}
 	s.recvWindow += n
 	return n
+}
+
+// releaseWindow gives what the window grew by back to the budget (once:
+// the stream is finished or its connection closed).
+func (s *Stream) releaseWindow() {
+	s.mu.Lock()
+	n := s.grown
+	s.grown = 0
+	s.mu.Unlock()
+	if n > 0 {
+		s.c.cfg.Budget.Release(int64(n))
+	}
 }
 
 func (s *Stream) sendCredit(n int) {

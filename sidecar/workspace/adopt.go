@@ -66,6 +66,9 @@ func (m *Manager) Adopt() (adopted <-chan struct{}) {
 	}()
 	go m.eng.Watch(m.bg, m.onContainerEvent)
 	go m.reapIdle(m.bg)
+	if m.pool != nil {
+		go m.runPool(done)
+	}
 	return done
 }
 

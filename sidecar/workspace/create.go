@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"github.com/google/uuid"
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/client"
@@ -106,11 +107,20 @@ func containsNUL(s string) bool {
 // at the base commit) and a directory for its files; its container; its
 // agent; and, inside, its own repository. A failure undoes what was done.
 func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest) (client.Workspace, error) {
+	imageGiven := req.Image != ""
 	if err := m.validateCreate(&req); err != nil {
 		return client.Workspace{}, err
 	}
 	if err := m.checkDisk(ctx, &req.DiskMB); err != nil {
 		return client.Workspace{}, err
+	}
+	tpl, err := m.createTemplate(ctx, &req, imageGiven)
+	if err != nil {
+		return client.Workspace{}, err
+	}
+	req.Template = tpl
+	if w, ok, err := m.takePooled(ctx, req); ok || err != nil {
+		return w, err
 	}
 	return m.create(ctx, req, nil)
 }
@@ -120,6 +130,10 @@ func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest)
 // its sessions their shells back after its agent does.
 type forkPlan struct {
 	from string // the source workspace's id
+	// target is the branch the source merges into by default (its base
+	// ref when that is a branch): the fork, which starts at the source's
+	// commit, keeps it.
+	target string
 	// prepare runs once the new workspace has its id and host directory,
 	// before its container is created; it may change its meta (the image)
 	// and add undo steps.
@@ -154,6 +168,8 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		Format:       formatAgent,
 		Name:         req.Name,
 		Image:        req.Image,
+		Template:     req.Template,
+		Pooled:       ctx.Value(pooledKey{}) != nil,
 		Network:      req.Network.Mode,
 		NetworkAllow: req.Network.Allow,
 		IdleStop:     req.IdleStop,
@@ -174,9 +190,13 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 	if req.Repo != "" {
 		r, err := m.repo(ctx, req.Repo)
 		if err != nil {
-			return fail(fmt.Errorf("%w: repo %s: %v", ErrInvalid, req.Repo, err))
+			return fail(repoError(req.Repo, err))
 		}
-		wt, err := r.Create(ctx, worktree.CreateRequest{Name: req.Name, Base: req.Base, Image: req.Image})
+		wreq := worktree.CreateRequest{Name: req.Name, Base: req.Base, Image: req.Image}
+		if fork != nil {
+			wreq.Target = fork.target
+		}
+		wt, err := r.Create(ctx, wreq)
 		if errors.Is(err, worktree.ErrNotFound) {
 			err = fmt.Errorf("%w: base: %w", ErrInvalid, err) // a field names nothing: 400, not 404
 		}
@@ -214,7 +234,9 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 			md.Shipped = true // files in a volume, objects sent (ship.go)
 		}
 	} else {
-		md.ID = randomHex(8)
+		// A uuid, as a repository workspace's id is (older scratch
+		// workspaces have 16 hex digits, and keep them).
+		md.ID = uuid.NewString()
 	}
 	w := newWorkspace(m, md)
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
@@ -461,4 +483,13 @@ func (m *Manager) checkPlacement(ps []string) error {
 		}
 	}
 	return nil
+}
+
+// repoError is the 400 for a create's repo that cannot be opened, in the
+// user's terms.
+func repoError(repo string, err error) error {
+	if errors.Is(err, worktree.ErrNotFound) {
+		return fmt.Errorf("%w: repo %s: no git repository there on the sidecar's machine: give the absolute path of a git checkout on it", ErrInvalid, repo)
+	}
+	return fmt.Errorf("%w: repo %s: %v", ErrInvalid, repo, err)
 }

@@ -48,34 +48,36 @@ func (m *Manager) Exec(ctx context.Context, idOrName, sid string, req ExecReques
 	}
 	res, err := c.Exec(ctx, areq, req.Stdin)
 	if res.CommandID != "" {
-		w.logCommand(sid, req.Command, res)
+		w.logCommand(sid, req.Command, res.ExecResult)
 	}
-	out := ExecResult{ExecResult: res, Resumed: resumed}
+	out := ExecResult{ExecResult: res.ExecResult, Resumed: resumed, release: res.Release}
 	if err != nil && res.CommandID == "" {
 		return out, w.explain(err)
 	}
 	return out, err
 }
 
-// StartCommand starts a command and returns its id; the command's end is logged.
-func (m *Manager) StartCommand(ctx context.Context, idOrName, sid string, req ExecRequest) (string, error) {
+// StartCommand starts a command and returns its id, and whether the
+// workspace was resumed after an idle stop to run it; the command's end is
+// logged.
+func (m *Manager) StartCommand(ctx context.Context, idOrName, sid string, req ExecRequest) (string, bool, error) {
 	if err := session.ValidateID(sid); err != nil {
-		return "", err
+		return "", false, err
 	}
 	areq, err := req.agent(sid)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	w, c, err := m.agentFor(ctx, idOrName)
+	w, c, resumed, err := m.agentResuming(ctx, idOrName)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	id, err := c.Start(ctx, areq, req.Stdin)
 	if err != nil {
-		return "", w.explain(err)
+		return "", resumed, w.explain(err)
 	}
 	go w.logWhenDone(c, sid, id, req.Command)
-	return id, nil
+	return id, resumed, nil
 }
 
 // logWhenDone logs a started command once it finishes (or gives up after
@@ -84,11 +86,14 @@ func (w *workspace) logWhenDone(c *agent.Client, sid, id, text string) {
 	ctx, cancel := context.WithTimeout(w.m.bg, 24*time.Hour)
 	defer cancel()
 	if res, err := c.Wait(ctx, sid, id); err == nil {
-		w.logCommand(sid, text, res)
+		res.Release()
+		w.logCommand(sid, text, res.ExecResult)
 	}
 }
 
-// Wait waits for a command's result.
+// Wait waits for a command's result. Its output was read within the
+// sidecar's memory budget, and is given back to it at once: a caller that
+// holds on to it should use Exec (or read the output by offset).
 func (m *Manager) Wait(ctx context.Context, idOrName, sid, cid string) (session.ExecResult, error) {
 	if err := session.ValidateID(sid); err != nil {
 		return session.ExecResult{}, err
@@ -98,7 +103,8 @@ func (m *Manager) Wait(ctx context.Context, idOrName, sid, cid string) (session.
 		return session.ExecResult{}, err
 	}
 	res, err := c.Wait(ctx, sid, cid)
-	return res, w.explain(err)
+	res.Release()
+	return res.ExecResult, w.explain(err)
 }
 
 // Signals a caller may send to a command.

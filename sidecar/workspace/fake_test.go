@@ -185,6 +185,7 @@ func (e *fakeEngine) Inspect(ctx context.Context, id string) (container.State, e
 	e.mu.Lock()
 	c, err := e.get(id)
 	block := err == nil && e.blockInspect[c.wsid]
+	running := err == nil && c.running
 	e.mu.Unlock()
 	if block {
 		<-ctx.Done()
@@ -193,7 +194,7 @@ func (e *fakeEngine) Inspect(ctx context.Context, id string) (container.State, e
 	if err != nil {
 		return container.State{}, err
 	}
-	return container.State{ID: id, Running: c.running, Status: "running"}, nil
+	return container.State{ID: id, Running: running, Status: "running"}, nil
 }
 
 func (e *fakeEngine) List(ctx context.Context) ([]container.Owned, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
@@ -91,7 +92,11 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 		return client.Workspace{}, err
 	}
 	creq.DiskMB = md.DiskMB // a clone of the source's disk, or none as it has none
-	plan := &forkPlan{from: md.ID, grants: grants, prepare: func(ctx context.Context, w *workspace, undo *[]func()) error {
+	target := ""
+	if strings.HasPrefix(md.Base, "refs/heads/") {
+		target = md.Base
+	}
+	plan := &forkPlan{from: md.ID, target: target, grants: grants, prepare: func(ctx context.Context, w *workspace, undo *[]func()) error {
 		if md.DiskMB > 0 {
 			return m.forkDisk(ctx, md, w, undo)
 		}

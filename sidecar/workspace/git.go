@@ -84,25 +84,33 @@ func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
 // commits plus its uncommitted and untracked work. It writes nothing to
 // the user's repository; the sidecar keeps what it showed, which a merge
 // that names no commit takes (review.go).
-func (m *Manager) Diff(ctx context.Context, idOrName string) (worktree.Diff, error) {
+func (m *Manager) Diff(ctx context.Context, idOrName string) (DiffResult, error) {
 	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
 	if err != nil {
-		return worktree.Diff{}, err
+		return DiffResult{}, err
 	}
-	st, err := c.GitState(ctx)
+	st, repaired, err := w.gitStateRepairing(ctx, c)
 	if err != nil {
-		return worktree.Diff{}, w.explain(err)
+		return DiffResult{}, w.explain(err)
 	}
 	d, err := repo.Diff(ctx, w.id(), worktree.DiffRequest{
 		Head: st.Head, Snapshot: st.Snapshot, Source: agentSource{c}, MaxText: m.cfg.DiffLimit,
 	})
 	if err != nil {
-		return worktree.Diff{}, err
+		return DiffResult{}, err
 	}
 	if err := w.reviewDiff(d); err != nil {
-		return worktree.Diff{}, err
+		return DiffResult{}, err
 	}
-	return d, nil
+	return DiffResult{Diff: d, Repaired: repaired}, nil
+}
+
+// DiffResult is a diff and what was repaired to make it.
+type DiffResult struct {
+	worktree.Diff
+	// Repaired says the workspace's repository was broken and re-seeded
+	// at the base commit (repair.go); "" when it was sound.
+	Repaired string
 }
 
 // Commit commits everything uncommitted in the workspace (inside its own
@@ -118,6 +126,10 @@ func (m *Manager) Commit(ctx context.Context, idOrName string, req CommitRequest
 		return CommitResult{}, err
 	}
 	defer unlock()
+	_, repaired, err := w.gitStateRepairing(ctx, c)
+	if err != nil {
+		return CommitResult{}, w.explain(err)
+	}
 	creq := agent.GitCommitRequest{Message: req.Message}
 	if req.Author != nil {
 		creq.AuthorName, creq.AuthorEmail = req.Author.Name, req.Author.Email
@@ -140,7 +152,7 @@ func (m *Manager) Commit(ctx context.Context, idOrName string, req CommitRequest
 	if err != nil {
 		m.log.Warn("commit: compare with what was reviewed", "workspace_id", w.id(), "err", err)
 	}
-	return CommitResult{Commit: res.Commit, Committed: res.Committed, Reviewed: reviewed}, nil
+	return CommitResult{Commit: res.Commit, Committed: res.Committed, Reviewed: reviewed, Repaired: repaired}, nil
 }
 
 // Merge merges exactly one commit of the workspace into req.Into
@@ -161,9 +173,12 @@ func (m *Manager) Merge(ctx context.Context, idOrName string, req MergeRequest) 
 		return MergeResult{}, err
 	}
 	defer unlock()
-	st, err := c.GitState(ctx)
+	st, repaired, err := w.gitStateRepairing(ctx, c)
 	if err != nil {
 		return MergeResult{}, w.explain(err)
+	}
+	if repaired != "" && req.Commit == "" {
+		return MergeResult{}, &reviewError{ErrUnreviewed, repaired + "; look at the diff (patina ws diff), commit, then merge"}
 	}
 	var commit string
 	if req.Commit == "" {

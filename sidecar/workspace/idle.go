@@ -81,7 +81,9 @@ func (m *Manager) reapIdle(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, w := range m.all() {
-			w.maybeIdleStop(ctx)
+			if !w.isPooled() { // a pooled one waits started: that is its point
+				w.maybeIdleStop(ctx)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent"
@@ -34,6 +35,8 @@ type Manager struct {
 	reserved   map[string]bool       // names being created
 	repos      map[string]*worktree.Repo
 	stores     *objectStores
+	pool       *pool // nil: no warm pool
+	poolTaken  atomic.Int64
 }
 
 // New prepares a Manager; Adopt finds the workspaces of a previous run.
@@ -71,6 +74,9 @@ func New(cfg Config, eng Engine, images Images) (*Manager, error) {
 		reserved:   map[string]bool{},
 		repos:      map[string]*worktree.Repo{},
 	}
+	if cfg.WarmPool > 0 {
+		m.pool = &pool{size: min(cfg.WarmPool, MaxWarmPool), wake: make(chan struct{}, 1)}
+	}
 	m.wtCfg = worktree.Config{StateDir: abs, Author: cfg.GitAuthor, Logger: cfg.Logger}
 	m.stores = newObjectStores(filepath.Join(abs, objectsDir), m.log, m.objectsInUse)
 	return m, nil
@@ -94,6 +100,7 @@ func (m *Manager) objectsInUse(objects string) bool {
 // agents, shells and running commands carry on for the next Manager.
 func (m *Manager) Close() {
 	m.stop()
+	m.drainPool()
 	for _, w := range m.all() {
 		w.release()
 	}
@@ -114,11 +121,14 @@ func (m *Manager) all() []*workspace {
 func (m *Manager) lookup(idOrName string) (*workspace, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if w, ok := m.workspaces[idOrName]; ok {
-		return w, nil
+	w, ok := m.workspaces[idOrName]
+	if !ok {
+		if id, named := m.names[idOrName]; named {
+			w, ok = m.workspaces[id], true
+		}
 	}
-	if id, ok := m.names[idOrName]; ok {
-		return m.workspaces[id], nil
+	if ok && !w.isPooled() {
+		return w, nil
 	}
 	return nil, fmt.Errorf("%w: no workspace %q", ErrNotFound, idOrName)
 }
@@ -128,7 +138,9 @@ func (m *Manager) List() []client.Workspace {
 	wss := m.all()
 	out := make([]client.Workspace, 0, len(wss))
 	for _, w := range wss {
-		out = append(out, w.view())
+		if !w.isPooled() {
+			out = append(out, w.view())
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
@@ -153,7 +165,7 @@ func (m *Manager) reserve(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.names[name]; ok || m.reserved[name] {
-		return fmt.Errorf("%w: a workspace named %q exists", ErrExists, name)
+		return fmt.Errorf("%w: a workspace named %q exists: choose another name, or delete that one first", ErrExists, name)
 	}
 	if _, ok := m.workspaces[name]; ok {
 		return fmt.Errorf("%w: %q is a workspace id", ErrExists, name)

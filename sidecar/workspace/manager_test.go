@@ -113,7 +113,7 @@ func TestAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	out(t, m, "adopt", "default", "cd /tmp; export A=1")
-	id, err := m.StartCommand(ctx, "adopt", "default", ExecRequest{Command: "sleep 0.3; echo late"})
+	id, _, err := m.StartCommand(ctx, "adopt", "default", ExecRequest{Command: "sleep 0.3; echo late"})
 	if err != nil {
 		t.Fatal(err)
 	}

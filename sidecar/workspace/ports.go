@@ -21,6 +21,11 @@ const (
 	// MaxForwardConns is the most connections open at once through one
 	// forwarded port; more are closed as they arrive.
 	MaxForwardConns = 256
+	// MaxTunnels is the most connections open at once through all of one
+	// workspace's forwarded ports (each a stream of its agent's
+	// connection, with its window and copy buffers); more are closed as
+	// they arrive.
+	MaxTunnels = 1024
 )
 
 // portRecord is a forwarded port as workspace.json keeps it, so that a
@@ -82,7 +87,7 @@ func (m *Manager) ForwardPort(ctx context.Context, idOrName string, req client.F
 	w.mu.Unlock()
 	if f != nil {
 		if req.HostPort != 0 && req.HostPort != f.rec.HostPort {
-			return client.PortForward{}, false, fmt.Errorf("%w: port %d of workspace %s is forwarded at %s already; DELETE it first to move it", ErrExists, req.Port, w.name(), f.addr)
+			return client.PortForward{}, false, fmt.Errorf("%w: port %d of workspace %s is forwarded at %s already: close that forward first to move it to another host port", ErrExists, req.Port, w.name(), f.addr)
 		}
 		return f.view(), false, nil
 	}
@@ -271,12 +276,19 @@ func (w *workspace) serveForward(f *forward) {
 		select {
 		case f.sem <- struct{}{}:
 		default:
-			w.m.log.Warn("port forward: too many connections, one closed", "workspace_id", w.id(), "port", f.rec.Port, "max", MaxForwardConns)
+			w.m.log.Warn("port forward: too many connections to this port, one closed", "workspace_id", w.id(), "port", f.rec.Port, "max", MaxForwardConns)
+			nc.Close()
+			continue
+		}
+		if w.tunnels.Add(1) > MaxTunnels {
+			w.tunnels.Add(-1)
+			<-f.sem
+			w.m.log.Warn("port forward: too many connections to this workspace's ports, one closed", "workspace_id", w.id(), "port", f.rec.Port, "max", MaxTunnels)
 			nc.Close()
 			continue
 		}
 		go func() {
-			defer func() { <-f.sem }()
+			defer func() { <-f.sem; w.tunnels.Add(-1) }()
 			w.tunnel(f, nc)
 		}()
 	}

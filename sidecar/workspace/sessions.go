@@ -39,6 +39,24 @@ func (m *Manager) Sessions(ctx context.Context, idOrName string) ([]session.Info
 	if err != nil {
 		return nil, err
 	}
+	return w.sessions(ctx)
+}
+
+// PeekSessions lists a workspace's sessions as Sessions does, but does not
+// count as activity (see idle.go): a console that watches them does not
+// keep the workspace from being stopped when idle.
+func (m *Manager) PeekSessions(ctx context.Context, idOrName string) ([]session.Info, error) {
+	w, err := m.lookup(idOrName)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.waitAdopted(ctx, m.cfg.AdoptWait); err != nil {
+		return nil, err
+	}
+	return w.sessions(ctx)
+}
+
+func (w *workspace) sessions(ctx context.Context) ([]session.Info, error) {
 	c, err := w.client()
 	if err != nil {
 		if cache, cerr := w.readCache(); cerr == nil {
@@ -88,6 +106,20 @@ func (m *Manager) RemoveSession(ctx context.Context, idOrName, sid string) error
 		return err
 	}
 	return w.explain(c.RemoveSession(ctx, sid))
+}
+
+// RestartSession gives a session whose shell has ended a new shell with
+// its creation settings; its history and command ids go on.
+func (m *Manager) RestartSession(ctx context.Context, idOrName, sid string) (session.Info, error) {
+	if err := session.ValidateID(sid); err != nil {
+		return session.Info{}, err
+	}
+	w, c, err := m.agentFor(ctx, idOrName)
+	if err != nil {
+		return session.Info{}, err
+	}
+	inf, err := c.Restart(ctx, sid)
+	return inf, w.explain(err)
 }
 
 // SetEnv exports (and unsets) variables in a session.

@@ -2,14 +2,12 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -69,9 +67,10 @@ func TestShippedGitFlow(t *testing.T) {
 	}
 }
 
-// The store is the workspace's: wrecked from inside, it costs only that
-// workspace a clear error; the user's repository moves only through
-// checked objects, and a restart ships the objects again.
+// The store is the workspace's: wrecked from inside, the next commit
+// re-seeds the workspace's repository (shipping the base's objects again)
+// and says so; the user's branches move only through checked objects, and
+// a restart ships the objects again.
 func TestShippedHostileAgent(t *testing.T) {
 	eng := newFakeEngine(t)
 	eng.remote = true
@@ -82,15 +81,15 @@ func TestShippedHostileAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := exec.Command("git", "-C", repo, "for-each-ref", "refs/heads").Output()
+	before, _ := exec.Command("git", "-C", repo, "for-each-ref", "refs/heads/main").Output()
 	c := eng.container(t, ws.ID)
 	store := filepath.Join(c.dir, "state", "base.git")
 	// The workspace replaces its store with garbage and commits.
 	out(t, m, "wreck", "default", "rm -rf "+store+" && mkdir -p "+store+"/objects && echo junk > "+store+"/objects/junk")
-	if _, err := m.Commit(ctx, "wreck", CommitRequest{Message: "x"}); !errors.Is(err, agent.ErrConflict) {
-		t.Fatalf("exp a conflict from a repository that lost its objects, got %v", err)
+	if cr, err := m.Commit(ctx, "wreck", CommitRequest{Message: "x"}); err != nil || cr.Repaired == "" {
+		t.Fatalf("exp the commit to re-seed the wrecked repository and say so, got %+v %v", cr, err)
 	}
-	after, _ := exec.Command("git", "-C", repo, "for-each-ref", "refs/heads").Output()
+	after, _ := exec.Command("git", "-C", repo, "for-each-ref", "refs/heads/main").Output()
 	if string(before) != string(after) {
 		t.Fatalf("the user's branches moved:\n%s\n%s", before, after)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/secrets"
@@ -73,6 +74,9 @@ type Config struct {
 	DefaultPids     int64
 	// OutputLimit is the head and tail of each stream in a result (1 MiB).
 	OutputLimit int
+	// Budget is the sidecar's memory budget: exec answers' output and the
+	// agents' stream windows draw on it (nil: unbounded).
+	Budget agent.Budget
 	// DiffLimit caps a diff's text (8 MiB).
 	DiffLimit int
 	// MaxFileBytes caps a file upload (256 MiB).
@@ -115,11 +119,23 @@ type Config struct {
 	TrustDir string
 	// GitAuthor signs patina's commits.
 	GitAuthor worktree.Signature
+	// Templates makes the templates of repositories with a
+	// devcontainer.json (nil: none are made, and such a repository's
+	// workspace starts from the default image).
+	Templates Templates
+	// WarmPool keeps this many default workspaces started for creates to
+	// take (pool.go; 0: none, at most MaxWarmPool).
+	WarmPool int
+	// MaxTemplateContext bounds a template's build context (256 MiB).
+	MaxTemplateContext int64
 	// Logger (default: discard).
 	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
+	if c.MaxTemplateContext <= 0 {
+		c.MaxTemplateContext = 256 << 20
+	}
 	if c.DefaultMemoryMB == 0 {
 		c.DefaultMemoryMB = 4096
 	}
@@ -212,6 +228,11 @@ type meta struct {
 	Base       string `json:"base,omitempty"`
 	BaseCommit string `json:"base_commit,omitempty"`
 	Image      string `json:"image"`
+	// Pooled: the workspace waits in the warm pool (hidden until taken).
+	Pooled bool `json:"pooled,omitempty"`
+	// Template is the template the workspace was made from (its Image is
+	// the template's).
+	Template string `json:"template,omitempty"`
 	// Network is the policy's mode ("bridge" in older records: open),
 	// NetworkAllow its allow list.
 	Network      string            `json:"network"`
@@ -276,9 +297,21 @@ type ExecRequest struct {
 
 // ExecResult is a command's result, and whether its workspace had to be
 // resumed after an idle stop to run it.
+//
+// Its output is held against the sidecar's memory budget until Release:
+// whoever gets it calls Release once the output is written out.
 type ExecResult struct {
 	session.ExecResult
 	Resumed bool
+	release func()
+}
+
+// Release gives the output's memory back to the sidecar's budget (more
+// calls do nothing).
+func (r ExecResult) Release() {
+	if r.release != nil {
+		r.release()
+	}
 }
 
 // OutputRequest reads a command's stdout or stderr.
@@ -302,6 +335,9 @@ type CommitResult struct {
 	// Reviewed: Commit records exactly what the last diff showed, so a
 	// merge that names no commit takes it (review.go).
 	Reviewed bool
+	// Repaired: the workspace's repository was broken and was re-seeded
+	// at the base commit first (repair.go).
+	Repaired string
 }
 
 // MergeRequest merges a workspace's branch.

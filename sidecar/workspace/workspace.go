@@ -46,6 +46,8 @@ type workspace struct {
 	fwd     map[int]*forward   // forwarded ports, by port inside
 	// lastActive is the time of the last activity (unix ns), for idle stop.
 	lastActive atomic.Int64
+	// tunnels counts the connections open through all of its forwards.
+	tunnels atomic.Int32
 	// reviewMu serialises reads and writes of review.json (review.go).
 	reviewMu sync.Mutex
 }
@@ -181,6 +183,7 @@ func (w *workspace) viewOfRecord() client.Workspace {
 		Error:       w.why,
 		Notice:      w.notice,
 		Image:       md.Image,
+		Template:    md.Template,
 		Network:     md.policy().Wire(),
 		MemoryMB:    md.MemoryMB,
 		CPUs:        md.CPUs,
@@ -220,6 +223,11 @@ func (w *workspace) viewOfRecord() client.Workspace {
 	}
 	if d := w.idleStopLocked(); d > 0 {
 		v.IdleStop = d.String()
+	}
+	v.IdleStopped = md.IdleStopped && md.Stopped
+	if ns := w.lastActive.Load(); ns > 0 {
+		t := time.Unix(0, ns).UTC()
+		v.LastActivity = &t
 	}
 	sort.Slice(v.Ports, func(i, j int) bool { return v.Ports[i].Port < v.Ports[j].Port })
 	return v
@@ -347,6 +355,7 @@ func (w *workspace) newAgentClient() *agent.Client {
 		Recover:     w.recoverAgent,
 		Setup:       w.agentSetup,
 		OutputLimit: w.m.cfg.OutputLimit,
+		Budget:      w.m.cfg.Budget,
 		Logger:      w.m.cfg.Logger,
 	})
 }

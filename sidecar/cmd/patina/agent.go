@@ -109,7 +109,7 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 				return usagef("--workspace-id is required")
 			}
 			cfg.Version = version
-			keepSysmonAwake(cmd.Context())
+			agentKnobs()
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}

@@ -58,6 +58,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1   // patina failed: the message says why
 	exitUsage       = 2   // bad command line
+	exitTimedOut    = 124 // exec --timeout ran out, as timeout(1) exits
 	exitInterrupted = 130 // Ctrl-C or SIGTERM
 )
 

@@ -43,7 +43,9 @@ sessions run as usual); a session running a command cannot be attached to
 reconnects and gets the output it missed; a terminal nobody is attached to is
 hung up after 60 s. A workspace stopped for being idle is started first.
 
-patina exits with the terminal shell's exit status (0 after Ctrl-]).`,
+Its standard input must be a terminal (otherwise patina refuses and exits 1:
+use patina exec). patina exits with the terminal shell's exit status (0 after
+Ctrl-], which says how to attach again).`,
 		Example: `  patina attach demo
   patina attach demo --session build`,
 		Args: wsArg,
@@ -56,11 +58,15 @@ patina exits with the terminal shell's exit status (0 after Ctrl-]).`,
 }
 
 func (a *app) attach(ctx context.Context, ws, sid string) error {
+	in, _ := a.stdin.(*os.File)
+	if in == nil || !isTerminal(in) {
+		return &messageError{msg: "attach needs a terminal on its standard input, and it is not one: " +
+			"run it in a terminal; to run a command without one, use patina exec " + ws + " -- COMMAND"}
+	}
 	c, err := a.client()
 	if err != nil {
 		return err
 	}
-	in, _ := a.stdin.(*os.File)
 	out, _ := a.stdout.(*os.File)
 	o := client.TerminalOptions{Term: os.Getenv("TERM")}
 	if rows, cols, ok := winSize(a.stdout); ok {
@@ -78,7 +84,7 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 		if restore, err := makeRaw(int(in.Fd())); err == nil {
 			interactive = true
 			defer restore()
-			fmt.Fprintf(a.stderr, "patina: attached to session %s of %s; Ctrl-] leaves\r\n", sid, ws)
+			fmt.Fprintf(a.stderr, "attached to session %s of %s; Ctrl-] leaves\r\n", sid, ws)
 		}
 	}
 
@@ -122,6 +128,8 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 			t.Close()
 			select {
 			case <-left:
+				fmt.Fprintf(a.stderr, "\r\nleft the terminal (Ctrl-]); what you changed is carried into session %s. Attach again: %s\r\n",
+					sid, attachLine(ws, sid))
 				return nil
 			default:
 			}
@@ -212,7 +220,7 @@ func winSize(w io.Writer) (rows, cols int, ok bool) {
 // makeRaw puts a terminal in raw mode (every key goes through as it is,
 // Ctrl-C included) and returns how to restore it.
 func makeRaw(fd int) (func(), error) {
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +231,16 @@ func makeRaw(fd int) (func(), error) {
 	raw.Cflag &^= unix.CSIZE | unix.PARENB
 	raw.Cflag |= unix.CS8
 	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &raw); err != nil {
 		return nil, err
 	}
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
+	return func() { _ = unix.IoctlSetTermios(fd, ioctlSetTermios, old) }, nil
+}
+
+// attachLine is the command that attaches to session sid of ws.
+func attachLine(ws, sid string) string {
+	if sid == defaultSession {
+		return "patina attach " + ws
+	}
+	return "patina attach " + ws + " --session " + sid
 }

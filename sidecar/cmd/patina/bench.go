@@ -15,13 +15,15 @@ type benchOptions struct {
 	json       bool
 	failOnMiss bool
 	opts       bench.Options
-	// streamMB, diffMB and repoHistoryMB are --stream-mb, --diff-mb and
-	// --repo-history-mb (MB, 10^6 bytes).
-	streamMB, diffMB, repoHistoryMB int64
+	// streamMB, diffMB, repoHistoryMB and memOutputMB are --stream-mb,
+	// --diff-mb, --repo-history-mb and --mem-output-mb (MB, 10^6 bytes).
+	streamMB, diffMB, repoHistoryMB, memOutputMB int64
 	// engine is --engine; nodeBinary and unencrypted its swarm options.
 	engine      string
 	nodeBinary  string
 	unencrypted bool
+	// runscHost is --runsc-host: compare runc with runsc (gVisor) there.
+	runscHost string
 }
 
 // report is a bench report: Report or SwarmReport.
@@ -48,6 +50,9 @@ and print each figure with its target and PASS or MISS:
   the sidecar's memory after streaming --stream-mb of a command's output and
       taking the diff of a --diff-mb file: ≤ 100 MB
   git status in a workspace of --git-files files ÷ in its repository: ≤ 1.5×
+  the sidecar's peak memory while --mem-execs commands at once each write
+      --mem-output-mb to stdout and to stderr, and while --mem-connections
+      connections through forwarded ports are never read: ≤ 100 MB each
 and, unjudged, exec of true through the exec relay (a second sidecar with
 --agent-transport exec: the path of a remote engine or a sidecar in a
 container), and the create of a --git-files-file repository workspace with
@@ -60,6 +65,12 @@ measures instead, in a sidecar started with --engine swarm:
   exec of ` + "`true`" + ` p50 in a workspace on another node ÷ in one on this node:
       ≤ 1.5×
   and, unjudged, create → first exec on each node.
+
+With --runsc-host (a Docker engine that has gVisor's runsc registered; see
+README "Runtimes"), it measures instead, unjudged, what each runtime costs: a
+sidecar with --runtime runc on this engine and one with --runtime runsc on
+that one, each: exec of ` + "`true`" + ` p50 / p90, create → first exec, and the
+idle workspace container's memory, and runsc's ratio to runc for each.
 --samples and --create-samples apply (defaults there 300 and 3); the image
 and the binary (--node-binary) must be on every node.
 
@@ -78,6 +89,9 @@ it does not use a running sidecar, nor the global --addr, --token and
 			if err != nil {
 				return fmt.Errorf("find the patina executable: %w", err)
 			}
+			if o.runscHost != "" {
+				return o.runRuntimes(cmd, a, bin)
+			}
 			switch o.engine {
 			case "docker":
 			case "swarm":
@@ -87,9 +101,14 @@ it does not use a running sidecar, nor the global --addr, --token and
 			}
 			if o.opts.Samples <= 0 || o.opts.Sessions <= 0 || o.opts.Execs <= 0 ||
 				o.opts.DockerSamples <= 0 || o.opts.CreateSamples <= 0 || o.streamMB <= 0 || o.diffMB <= 0 ||
-				o.opts.GitFiles <= 0 || o.opts.RelaySamples <= 0 || o.repoHistoryMB <= 0 {
-				return usagef("--samples, --docker-samples, --create-samples, --sessions, --execs, --stream-mb, --diff-mb, --git-files, --repo-history-mb and --relay-samples must be positive")
+				o.opts.GitFiles <= 0 || o.opts.RelaySamples <= 0 || o.repoHistoryMB <= 0 ||
+				o.opts.MemExecs <= 0 || o.memOutputMB <= 0 || o.opts.MemConnections <= 0 {
+				return usagef("--samples, --docker-samples, --create-samples, --sessions, --execs, --stream-mb, --diff-mb, --git-files, --repo-history-mb, --relay-samples, --mem-execs, --mem-output-mb and --mem-connections must be positive")
 			}
+			if o.opts.MemConnections > 1000 {
+				return usagef("--mem-connections must be at most 1000 (a workspace takes 1024 connections through its ports at once)")
+			}
+			o.opts.MemOutputBytes = o.memOutputMB * 1_000_000
 			o.opts.RepoHistoryBytes = o.repoHistoryMB * 1_000_000
 			o.opts.StreamBytes = o.streamMB * 1_000_000
 			o.opts.DiffBytes = o.diffMB * 1_000_000
@@ -116,9 +135,13 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.IntVar(&o.opts.GitFiles, "git-files", 10_000, "files of the repository whose git status is timed")
 	f.Int64Var(&o.repoHistoryMB, "repo-history-mb", 100, "MB of history in the --git-files-file repository whose workspaces' creation is timed (1000: a 1 GB repository)")
 	f.IntVar(&o.opts.RelaySamples, "relay-samples", 200, "execs timed through the exec relay")
+	f.IntVar(&o.opts.MemExecs, "mem-execs", 40, "commands at once whose output loads the sidecar's memory")
+	f.Int64Var(&o.memOutputMB, "mem-output-mb", 4, "MB each of those commands writes to stdout, and as many to stderr")
+	f.IntVar(&o.opts.MemConnections, "mem-connections", 1000, "connections through forwarded ports that are never read")
 	f.StringVar(&o.opts.Image, "image", image.DefaultTag, "the workspaces' image")
 	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
 	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
+	f.StringVar(&o.runscHost, "runsc-host", "", "compare the runtimes instead: a Docker engine (DOCKER_HOST form, unix:///run/gvisor-docker.sock) that has runsc registered; --samples and --create-samples apply (defaults there 300 and 3)")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: leave the workspaces' overlay networks unencrypted (as serve's flag)")
 	return cmd
 }

@@ -112,6 +112,10 @@ func (a *app) resolveConnection() (*connection, error) {
 		return nil, err
 	}
 	c := &connection{StateDir: dir}
+	// Root's sidecar, found through the system directory: only when the
+	// state directory was not chosen and shows no running sidecar.
+	explicit := a.stateDir != "" || a.getenv(envStateDir) != ""
+	system := false
 	switch {
 	case a.addr != "":
 		c.Addr, c.AddrFrom = a.addr, "--addr"
@@ -124,15 +128,29 @@ func (a *app) resolveConnection() (*connection, error) {
 		}
 		if ok {
 			c.Addr, c.AddrFrom = d.Addr, filepath.Join(dir, discoveryFile)
-		} else {
-			c.Addr, c.AddrFrom = defaultAddr, "default"
+			break
 		}
+		if !explicit {
+			if d, ok, _ := readDiscovery(a.systemDir()); ok {
+				c.Addr, c.AddrFrom = d.Addr, filepath.Join(a.systemDir(), discoveryFile)
+				system = true
+				break
+			}
+		}
+		c.Addr, c.AddrFrom = defaultAddr, "default"
 	}
 	switch {
 	case a.token != "":
 		c.Token, c.TokenFrom = a.token, "--token"
 	case a.getenv(envToken) != "":
 		c.Token, c.TokenFrom = a.getenv(envToken), envToken
+	case system:
+		path := filepath.Join(a.systemDir(), tokenFile)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, systemTokenError(path, err)
+		}
+		c.Token, c.TokenFrom = strings.TrimSpace(string(b)), path
 	default:
 		path := filepath.Join(dir, tokenFile)
 		b, err := os.ReadFile(path)

@@ -137,7 +137,7 @@ func TestUnauthorized(t *testing.T) {
 func TestAPIError(t *testing.T) {
 	f := newFakeSidecar(t)
 	r := runCLI(t, f.env(), "", "ws", "show", "nope")
-	if r.code != exitFailure || r.stderr != "patina: not found: no workspace \"nope\"\n" {
+	if r.code != exitFailure || r.stderr != "patina: no workspace \"nope\"\n" {
 		t.Errorf("exp exit 1 and the sidecar's message, got %d: %q", r.code, r.stderr)
 	}
 }
@@ -151,7 +151,7 @@ func TestRmSeveral(t *testing.T) {
 	if r.stdout != "removed workspace demo\nremoved workspace w1\n" {
 		t.Errorf("unexpected stdout %q", r.stdout)
 	}
-	if !strings.Contains(r.stderr, `patina: rm nope: not found`) {
+	if !strings.Contains(r.stderr, `patina: rm nope: no workspace "nope"`) {
 		t.Errorf("unexpected stderr %q", r.stderr)
 	}
 }

@@ -61,8 +61,6 @@ func (a *app) explain(err error) string {
 // hintFor suggests what to do about an API error code.
 func hintFor(code string) string {
 	switch code {
-	case client.CodeBusy:
-		return "The session runs another command; wait for it, or use another session (--session)."
 	case client.CodeEnded:
 		return "Run in another session (--session NAME), or start this one again in a new shell with `patina exec --fresh` (its history is deleted)."
 	case client.CodeNotListening:

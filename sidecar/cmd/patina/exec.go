@@ -30,7 +30,7 @@ type execOptions struct {
 func newExecCmd(a *app) *cobra.Command {
 	var o execOptions
 	cmd := &cobra.Command{
-		Use:   "exec WS [--session S] [--timeout D] [--stdin] -- COMMAND...",
+		Use:   "exec WS [--session S] [--timeout D] [--stdin] [--fresh] [--tty] -- COMMAND...",
 		Short: "Run a command in a workspace's session, streaming its output",
 		Long: `Run a command in a persistent bash session of a workspace and stream its output
 live to stdout and stderr. patina exits with the command's exit status.
@@ -48,15 +48,28 @@ The session remembers its directory, variables, functions and aliases between
 commands. A session is created on first use (in /workspace); sessions run in
 parallel, each one command at a time. A command that exits the shell (exit,
 exec, set -e and a failure) ends the session's shell: the next command in that
-session runs in a new shell (in /workspace, without the variables, functions
-and history of the old one), and patina says so on stderr. --fresh starts a
-new shell on purpose.
+session runs in a new shell (in /workspace, without the variables and
+functions of the old one; the session's command history and ids go on), and
+patina says so on stderr. A shell killed from outside the session (kill -9 -1
+or pkill in another session, the out-of-memory killer) comes back with its
+state instead, and patina says so too. --fresh starts a new session on
+purpose (its history removed).
 
 The command reads EOF on its stdin unless --stdin is given: then patina reads
 its own stdin to the end first and passes it to the command.
 
+With --tty the command runs on a terminal the size of this one (24x80 if
+none), with this terminal's TERM (xterm-256color if unset): it sees isatty and
+can use colours; its output has CR LF line ends, and a cd or export in it is
+not kept in the session.
+
+If the connection to the sidecar breaks during the command (the sidecar was
+restarted), the command carries on in the workspace: patina says so, waits up
+to 60s for the sidecar to answer again, then prints the rest of the output
+and exits with the command's status (or says how to fetch them).
+
 With --timeout the command is interrupted (SIGINT, then SIGKILL) after that
-long and patina exits with its status (130 or 137). Ctrl-C stops the command
+long and patina exits with 124, as timeout(1) does. Ctrl-C stops the command
 the same way and patina exits with 130. If patina itself fails (the sidecar
 is unreachable, the session is busy...), it prints "patina: ..." and exits 1.`,
 		Example: `  patina exec demo -- make test
@@ -146,6 +159,11 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 		if rows, cols, ok := winSize(a.stdout); ok {
 			req.Rows, req.Cols = rows, cols
 		}
+		// This terminal's type, as attach passes it.
+		req.Term = a.getenv("TERM")
+		if req.Term == "" || req.Term == "dumb" {
+			req.Term = "xterm-256color"
+		}
 	}
 	if o.timeout > 0 {
 		req.TimeoutMS = max(o.timeout.Milliseconds(), 1)
@@ -182,12 +200,15 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 		Workspace: ws, Session: o.session, Restart: true,
 		OnRestart: func() {
 			fmt.Fprintf(a.stderr, "patina: session %q's shell had ended, so this command runs in a new shell "+
-				"(state reset: it starts in /workspace, without the old shell's variables, functions and history)\n", o.session)
+				"(state reset: it starts in /workspace, without the old shell's variables and functions; its command history goes on)\n", o.session)
 		},
 	}, func() (err error) {
 		res, err = c.ExecStream(ctx, ws, o.session, req, onOutput)
 		return err
 	})
+	if lost := (*client.StreamLostError)(nil); errors.As(err, &lost) {
+		res, err = a.followLost(ctx, ws, o.session, lost, onOutput)
+	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			fmt.Fprintln(a.stderr, "patina: interrupted; the sidecar stops the command")
@@ -195,7 +216,7 @@ func (a *app) exec(ctx context.Context, ws, command string, o execOptions) error
 		}
 		return a.stopped(ctx, c, ws, err)
 	}
-	return &exitError{code: a.reportExec(res, o)}
+	return &exitError{code: a.reportExec(ws, res, o)}
 }
 
 // sessionAPI bounds the session calls of client.InSession by the CLI's
@@ -216,6 +237,13 @@ func (s sessionAPI) DeleteSession(ctx context.Context, ws, sid string) error {
 	ctx, cancel := s.a.apiContext(ctx)
 	defer cancel()
 	return noAnswer(ctx, s.a.apiTimeout, s.c.DeleteSession(ctx, ws, sid))
+}
+
+func (s sessionAPI) RestartSession(ctx context.Context, ws, sid string) (client.Session, error) {
+	ctx, cancel := s.a.apiContext(ctx)
+	defer cancel()
+	out, err := s.c.RestartSession(ctx, ws, sid)
+	return out, noAnswer(ctx, s.a.apiTimeout, err)
 }
 
 // removeSession removes session sid if it exists.
@@ -243,14 +271,15 @@ func setStdin(req *client.ExecRequest, data []byte) {
 
 // reportExec says on stderr what happened to a command beyond its output,
 // and returns the status patina exits with.
-func (a *app) reportExec(res client.ExecResult, o execOptions) int {
+func (a *app) reportExec(ws string, res client.ExecResult, o execOptions) int {
 	code := res.ExitCode
+	if res.Resumed {
+		fmt.Fprintf(a.stderr, "patina: workspace %q had been stopped for being idle; it was started again for this command\n", ws)
+	}
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(a.stderr, "patina: command timed out after %s\n", o.timeout)
-		if code == 0 {
-			code = 137
-		}
+		code = exitTimedOut
 	case res.Interrupted:
 		fmt.Fprintln(a.stderr, "patina: command was interrupted")
 	}

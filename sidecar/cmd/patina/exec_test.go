@@ -98,14 +98,14 @@ func TestExecOutcomes(t *testing.T) {
 		stderr []string
 	}{
 		{"success", nil, client.ExecResult{}, 0, nil},
-		{"timeout", []string{"--timeout", "2s"}, client.ExecResult{ExitCode: 130, TimedOut: true}, 130,
+		{"timeout", []string{"--timeout", "2s"}, client.ExecResult{ExitCode: 130, TimedOut: true}, 124,
 			[]string{"patina: command timed out after 2s"}},
-		{"timeout killed", []string{"--timeout", "2s"}, client.ExecResult{ExitCode: 137, TimedOut: true}, 137,
+		{"timeout killed", []string{"--timeout", "2s"}, client.ExecResult{ExitCode: 137, TimedOut: true}, 124,
 			[]string{"timed out"}},
 		{"interrupted", nil, client.ExecResult{ExitCode: 130, Interrupted: true}, 130, []string{"interrupted"}},
 		{"session ended", nil, client.ExecResult{ExitCode: 3, SessionEnded: true}, 3,
 			[]string{`ended session "default"'s shell`}},
-		{"shell replaced", nil, client.ExecResult{ExitCode: 137, TimedOut: true, ShellReplaced: true, Notice: "shell replaced; state restored"}, 137,
+		{"shell replaced", nil, client.ExecResult{ExitCode: 137, TimedOut: true, ShellReplaced: true, Notice: "shell replaced; state restored"}, 124,
 			[]string{"patina: shell replaced; state restored"}},
 		{"unknown status", nil, client.ExecResult{ExitCode: -1}, 1, []string{"exit status is unknown"}},
 	}
@@ -176,7 +176,7 @@ func TestExecCreatesNamedSession(t *testing.T) {
 	}
 	// A missing workspace stays an error (exit 1), and no session is made.
 	r = runCLI(t, f.env(), "", "exec", "nope", "--session", "build", "--", "make")
-	if r.code != 1 || !strings.Contains(r.stderr, `patina: not found: no workspace "nope"`) {
+	if r.code != 1 || !strings.Contains(r.stderr, `patina: no workspace "nope"`) {
 		t.Errorf("exp exit 1 and not found, got %d, %q", r.code, r.stderr)
 	}
 }
@@ -203,13 +203,12 @@ func TestExecEndedSession(t *testing.T) {
 	}{
 		{"default", []string{
 			"POST /v1/workspaces/demo/sessions/default/exec",
-			"DELETE /v1/workspaces/demo/sessions/default",
+			"POST /v1/workspaces/demo/sessions/default/restart",
 			"POST /v1/workspaces/demo/sessions/default/exec",
 		}},
 		{"build", []string{
 			"POST /v1/workspaces/demo/sessions/build/exec",
-			"DELETE /v1/workspaces/demo/sessions/build",
-			"POST /v1/workspaces/demo/sessions",
+			"POST /v1/workspaces/demo/sessions/build/restart",
 			"POST /v1/workspaces/demo/sessions/build/exec",
 		}},
 	} {
@@ -262,7 +261,9 @@ func TestExecAPIErrors(t *testing.T) {
 		status    int
 		exp       []string
 	}{
-		{client.CodeBusy, "session default is busy", http.StatusConflict, []string{"patina: session default is busy\n", "--session"}},
+		// The sidecar's message names the next step; the CLI adds no other.
+		{client.CodeBusy, "session default is running command 3: wait for it, signal it, or use another session", http.StatusConflict,
+			[]string{"patina: session default is running command 3: wait for it, signal it, or use another session\n"}},
 		{client.CodeInternal, "boom", http.StatusInternalServerError, []string{"patina: boom\n"}},
 	}
 	for _, tt := range tests {

@@ -62,6 +62,9 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 		}
 		writeFakeJSON(w, http.StatusOK, f.workspaces[0])
 	})
+	mux.HandleFunc("POST /v1/console/codes", func(w http.ResponseWriter, r *http.Request) {
+		writeFakeJSON(w, http.StatusCreated, client.ConsoleCode{Code: "c0de", Path: "/#code=c0de", Expires: testNow})
+	})
 	mux.HandleFunc("PUT /v1/secrets/{name}", func(w http.ResponseWriter, r *http.Request) {
 		var req client.SetSecretRequest
 		json.NewDecoder(r.Body).Decode(&req)
@@ -95,18 +98,16 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 		f.sessions[req.ID] = true
 		writeFakeJSON(w, http.StatusCreated, client.Session{ID: req.ID, Status: "idle"})
 	})
+	mux.HandleFunc("POST /v1/workspaces/{id}/sessions/{sid}/restart", func(w http.ResponseWriter, r *http.Request) {
+		f.withSession(w, r, func(sid string) {
+			writeFakeJSON(w, http.StatusOK, client.Session{ID: sid, Status: "idle"})
+		})
+	})
 	mux.HandleFunc("DELETE /v1/workspaces/{id}/sessions/{sid}", func(w http.ResponseWriter, r *http.Request) {
-		if !f.known(w, r) {
-			return
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if !f.sessions[r.PathValue("sid")] {
-			writeFakeError(w, http.StatusNotFound, client.CodeNotFound, "no session "+r.PathValue("sid"))
-			return
-		}
-		delete(f.sessions, r.PathValue("sid"))
-		w.WriteHeader(http.StatusNoContent)
+		f.withSession(w, r, func(sid string) {
+			delete(f.sessions, sid)
+			w.WriteHeader(http.StatusNoContent)
+		})
 	})
 	mux.HandleFunc("GET /v1/workspaces/{id}/diff", func(w http.ResponseWriter, r *http.Request) {
 		if !f.known(w, r) {
@@ -218,10 +219,26 @@ func (f *fakeSidecar) env() map[string]string {
 // known answers 404 unless the path names workspace demo (by name or id).
 func (f *fakeSidecar) known(w http.ResponseWriter, r *http.Request) bool {
 	if id := r.PathValue("id"); id != "demo" && id != "w1" {
-		writeFakeError(w, http.StatusNotFound, client.CodeNotFound, fmt.Sprintf("not found: no workspace %q", id))
+		writeFakeError(w, http.StatusNotFound, client.CodeNotFound, fmt.Sprintf("no workspace %q", id))
 		return false
 	}
 	return true
+}
+
+// withSession runs fn with f.mu held for the session the request names, or
+// answers 404 when its workspace or the session does not exist.
+func (f *fakeSidecar) withSession(w http.ResponseWriter, r *http.Request, fn func(sid string)) {
+	if !f.known(w, r) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sid := r.PathValue("sid")
+	if !f.sessions[sid] {
+		writeFakeError(w, http.StatusNotFound, client.CodeNotFound, "no session "+sid)
+		return
+	}
+	fn(sid)
 }
 
 func (f *fakeSidecar) callList() []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -25,7 +26,8 @@ func newImageCmd(a *app) *cobra.Command {
 type imageBuildOptions struct {
 	tag, suite, mirror string
 	packages           []string
-	ifMissing          bool
+	force, verbose     bool
+	ifMissing          bool // the default now; kept so that old scripts run
 }
 
 func newImageBuildCmd(a *app) *cobra.Command {
@@ -38,11 +40,15 @@ container registry: debootstrap writes a minimal Debian root filesystem from the
 Debian mirror this machine's apt already uses, and it is imported into Docker.
 
 It needs root, debootstrap (apt-get install debootstrap) and a Docker engine
-(DOCKER_HOST etc. are honoured); it does not need the sidecar. A build takes
-half a minute or more; its progress goes to stderr. Builds of one tag are
-serialised across processes.`,
+(DOCKER_HOST etc. are honoured); it does not need the sidecar.
+
+It builds only when the tag is missing: run it again and it says the image is
+present (--force builds it anew and re-points the tag). A build takes half a
+minute or more; its progress goes to stderr as one line per phase (rewritten
+in place on a terminal); --verbose shows debootstrap's whole output instead.
+Builds of one tag are serialised across processes.`,
 		Example: `  patina image build
-  patina image build --if-missing
+  patina image build --force
   patina image build --tag patina/base:python --package python3 --package git --package bash
   patina image build --mirror http://deb.debian.org/debian --suite trixie --tag patina/base:trixie`,
 		Args: noArgs,
@@ -55,7 +61,11 @@ serialised across processes.`,
 	f.StringVar(&o.suite, "suite", image.DefaultSuite, "the Debian release")
 	f.StringVar(&o.mirror, "mirror", "", "the Debian mirror URL (default: the one in this machine's apt sources)")
 	f.StringArrayVar(&o.packages, "package", nil, "a package to install; repeat it for each (replaces the default list: "+fmt.Sprint(image.DefaultPackages())+")")
-	f.BoolVar(&o.ifMissing, "if-missing", false, "do nothing if the tag exists already")
+	f.BoolVar(&o.force, "force", false, "build even if the tag exists already, and re-point it")
+	f.BoolVar(&o.verbose, "verbose", false, "show debootstrap's whole output, not a progress line")
+	f.BoolVar(&o.ifMissing, "if-missing", false, "do nothing if the tag exists already (the default)")
+	_ = f.MarkHidden("if-missing")
+	cmd.MarkFlagsMutuallyExclusive("force", "if-missing")
 	return cmd
 }
 
@@ -66,19 +76,26 @@ func (a *app) imageBuild(ctx context.Context, o imageBuildOptions) error {
 	}
 	defer cli.Close()
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var progress io.Writer = a.stderr
+	if !o.verbose {
+		f, ok := a.stderr.(*os.File)
+		line := image.NewProgressLine(a.stderr, ok && isTerminal(f))
+		defer line.Close()
+		progress = line
+	}
 	res, err := image.New(image.Config{}, cli, logger).Build(ctx, image.BuildRequest{
 		Tag:       o.tag,
 		Suite:     o.suite,
 		Mirror:    o.mirror,
 		Packages:  o.packages,
-		Progress:  a.stderr,
-		IfMissing: o.ifMissing,
+		Progress:  progress,
+		IfMissing: !o.force,
 	})
 	if err != nil {
 		return err
 	}
 	if !res.Built {
-		_, err = fmt.Fprintf(a.stdout, "%s is present already (%s, %s)\n", res.Tag, shortImageID(res.ID), humanBytes(res.Size))
+		_, err = fmt.Fprintf(a.stdout, "%s is present already (%s, %s); --force builds it anew\n", res.Tag, shortImageID(res.ID), humanBytes(res.Size))
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "built %s: %s, %s, in %s from %s\n",

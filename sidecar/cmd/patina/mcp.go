@@ -110,7 +110,7 @@ func (a *app) mcp(ctx context.Context, o mcpOptions) error {
 	// client writes or closes it.
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.Run(context.WithoutCancel(ctx), &mcp.IOTransport{Reader: readCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+		done <- srv.Run(context.WithoutCancel(ctx), mcpserver.StdioTransport(a.stdin, a.stdout, link.log))
 	}()
 	select {
 	case <-ctx.Done():
@@ -292,17 +292,3 @@ func localHTTPClient() *http.Client {
 		IdleConnTimeout:     30 * time.Second,
 	}}
 }
-
-// readCloser lets the transport close stdin (unblocking its reader) when
-// the session ends.
-func readCloser(r io.Reader) io.ReadCloser {
-	if rc, ok := r.(io.ReadCloser); ok {
-		return rc
-	}
-	return io.NopCloser(r)
-}
-
-// nopWriteCloser keeps stdout open when the transport closes.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

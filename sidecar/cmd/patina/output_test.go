@@ -16,14 +16,16 @@ func TestWriteWorkspaces(t *testing.T) {
 	wss := []client.Workspace{
 		{ID: "b2", Name: "later", Status: "stopped", Error: "container died", Image: "img:2", CreatedAt: testNow.Add(-2 * time.Minute)},
 		{ID: "a1", Name: "first", Status: "running", Image: "patina/base:bookworm", Branch: "patina/first", CreatedAt: testNow.Add(-3 * time.Hour)},
+		{ID: "c3", Name: "resting", Status: "stopped", Error: "it was idle for 15m0s (idle_stop 15m0s); the next exec, attach or port connection starts it again", IdleStopped: true, Image: "img:2", CreatedAt: testNow.Add(-time.Minute)},
 	}
 	var b bytes.Buffer
 	if err := writeWorkspaces(&b, wss, testNow); err != nil {
 		t.Fatal(err)
 	}
-	exp := `NAME    ID   STATUS            IMAGE                  BRANCH         CREATED
-first   a1   running           patina/base:bookworm   patina/first   3 hours ago
-later   b2   stopped (error)   img:2                  -              2 minutes ago
+	exp := `NAME      ID   STATUS            IMAGE                  BRANCH         CREATED
+first     a1   running           patina/base:bookworm   patina/first   3 hours ago
+later     b2   stopped (error)   img:2                  -              2 minutes ago
+resting   c3   stopped (idle)    img:2                  -              1 minute ago
 `
 	if got := b.String(); got != exp {
 		t.Errorf("exp\n%s\ngot\n%s", exp, got)
@@ -143,7 +145,7 @@ func TestPrintWorkspace(t *testing.T) {
 		Base: "refs/heads/main", BaseCommit: "0123456789abcdef", Worktree: "/state/wt/demo",
 		Image: "patina/base:bookworm", ContainerID: "0123456789abcdef0123", Network: client.NetworkPolicy{Mode: "none"},
 		MemoryMB: 512, CPUs: 1.5, PidsLimit: 100, Env: map[string]string{"B": "2", "A": "1"}, SecretEnv: []string{"TOKEN"}, Secrets: []string{"GH", "NPM"},
-		CreatedAt: testNow.Add(-time.Hour),
+		CreatedAt: testNow.Add(-time.Hour), IdleStop: "15m0s",
 	}
 	var b bytes.Buffer
 	if err := printWorkspace(&b, ws, testNow); err != nil {
@@ -157,6 +159,7 @@ func TestPrintWorkspace(t *testing.T) {
 		"Limits:    512 MB memory, 1.5 CPUs, 100 processes\n",
 		"Env:       A=1 B=2 TOKEN=(secret)\n",
 		"Secrets:   GH NPM\n",
+		"Idle stop: after 15m0s without activity\n",
 		"(1 hour ago)\n",
 	} {
 		if !strings.Contains(got, exp) {

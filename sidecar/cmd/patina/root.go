@@ -15,9 +15,10 @@ func newRootCmd(a *app) *cobra.Command {
 		Short: "Isolated, persistent workspaces for AI coding agents and CI",
 		Long: `patina keeps workspaces for AI coding agents and CI. A workspace is one long-lived
 Docker container holding any number of persistent bash sessions (cd, export,
-functions and aliases persist between commands), and, when made from a
-repository, a git branch and worktree whose changes can be diffed, committed and
-merged back.
+functions and aliases persist between commands), with its files in /workspace.
+Made from a repository, /workspace is a git repository of its own on a branch
+patina/<name>, which the sidecar records in your repository: its changes can be
+diffed, committed and merged back.
 
 "patina serve" runs the sidecar, an HTTP API on the loopback interface. The
 other commands talk to it, with the token the sidecar keeps in its state
@@ -30,7 +31,10 @@ Settings (flag, else environment, else default):
 
 Exit status: 0 on success; 1 when patina fails (the message starts with
 "patina: "); 2 for a bad command line; 130 when interrupted. "patina exec"
-exits with its command's status.`,
+exits with its command's status, 124 when its --timeout ran out.
+
+Shell completion (workspace and session names included): see
+"patina completion --help".`,
 		Example: `  patina serve &                                # start the sidecar
   patina image build                            # once: build the default image
   patina ws create --name demo --repo .         # a workspace on a branch of this repo
@@ -39,10 +43,9 @@ exits with its command's status.`,
   patina ws commit demo -m "Fix the tests"      # commit on its branch patina/demo
   patina ws merge demo                          # merge into the branch it came from
   patina ws rm demo`,
-		Version:           version,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
 	root.SetVersionTemplate("patina {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
@@ -56,11 +59,11 @@ exits with its command's status.`,
 		&cobra.Group{ID: "sidecar", Title: "Sidecar:"},
 		&cobra.Group{ID: "work", Title: "Workspaces and commands:"},
 	)
-	for _, c := range []*cobra.Command{newServeCmd(a), newImageCmd(a), newBenchCmd(a)} {
+	for _, c := range []*cobra.Command{newServeCmd(a), newUICmd(a), newImageCmd(a), newBenchCmd(a)} {
 		c.GroupID = "sidecar"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newWsCmd(a), newExecCmd(a), newAttachCmd(a), newSessionsCmd(a), newHistoryCmd(a), newSecretCmd(a)} {
+	for _, c := range []*cobra.Command{newWsCmd(a), newExecCmd(a), newAttachCmd(a), newSessionsCmd(a), newHistoryCmd(a), newSecretCmd(a), newTemplateCmd(a)} {
 		c.GroupID = "work"
 		root.AddCommand(c)
 	}
@@ -68,6 +71,7 @@ exits with its command's status.`,
 	root.AddCommand(newAgentCmd(a))
 	root.AddCommand(newVersionCmd(a))
 	a.markRunning(root)
+	a.addCompletions(root)
 	return root
 }
 

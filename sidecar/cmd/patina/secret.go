@@ -199,7 +199,7 @@ func newSecretRmCmd(a *app) *cobra.Command {
 
 // isTerminal reports whether f is a terminal.
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 
@@ -207,15 +207,15 @@ func isTerminal(f *os.File) bool {
 // read whole) and returns how to restore it.
 func noEcho(f *os.File) (func(), error) {
 	fd := int(f.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		return nil, err
 	}
 	t := *old
 	t.Lflag &^= unix.ECHO
 	t.Lflag |= unix.ICANON
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &t); err != nil {
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &t); err != nil {
 		return nil, err
 	}
-	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
+	return func() { _ = unix.IoctlSetTermios(fd, ioctlSetTermios, old) }, nil
 }

@@ -5,40 +5,54 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/spf13/cobra"
 )
 
 // serveOptions are serve's flags.
 type serveOptions struct {
 	addr, stateDir, token, image string
-	transport                    string
+	transport, runtime           string
 	engine, nodeBinary           string
 	unencrypted                  bool
 	dns                          string
 	logLevel, logFormat          string
 	shutdownTimeout              time.Duration
 	idleStop                     time.Duration
+	warm                         int
+	metricsAddr                  string
 	diskMB, diskPoolMB           int64
 	diskDir                      string
+	memoryBudgetMB               int64
+	group                        string
 }
 
 // serveSettings are serve's flags resolved against the environment.
 type serveSettings struct {
 	Addr, StateDir, Token, Image string
-	Transport                    string
+	Transport, Runtime           string
 	Engine, NodeBinary           string
 	Unencrypted                  bool
 	DNS                          string
 	Logger                       *slog.Logger
 	ShutdownTimeout              time.Duration
 	IdleStop                     time.Duration
+	WarmPool                     int
 	DiskMB, DiskPoolMB           int64
 	DiskDir                      string
+	MemoryBudgetMB               int64
+	// SystemDir, when set, is where this (root's) sidecar publishes its
+	// address, and its token for Group (see sysdir.go).
+	SystemDir, Group string
+	// MetricsAddr, when set, serves GET /metrics there without a token.
+	MetricsAddr string
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -56,6 +70,15 @@ patina commands find the address and the token in the state directory
 (<state-dir>/sidecar.json and <state-dir>/token), so run them with the same
 --state-dir.
 
+Run by root with its default state directory (sudo patina serve), it also
+publishes its address in /run/patina/sidecar.json and its token in
+/run/patina/token, readable by the group --group (default patina, as Docker's
+socket is the docker group's): the users of that group then run patina
+commands as themselves, with no flags. Create the group and join it once:
+sudo groupadd patina; sudo usermod -aG patina $USER (then log in again). Its
+members can run commands as root in every workspace. PATINA_SYSTEM_DIR names
+another directory (and publishes there whatever the state directory).
+
 Stopping the sidecar leaves the workspaces' containers and sessions running; the
 next "patina serve" with the same state directory adopts them again. Logs go to
 stderr.
@@ -71,7 +94,6 @@ a workspace fails until "patina image build" has built it.`,
 			if err != nil {
 				return err
 			}
-			keepSysmonAwake(cmd.Context())
 			return a.serve(cmd.Context(), s)
 		},
 	}
@@ -81,9 +103,10 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.token, "token", "", "the API token (env "+envToken+"; default: <state-dir>/"+tokenFile+", generated on first start)")
 	f.StringVar(&o.image, "image", image.DefaultTag, "the image of workspaces whose request names none")
 	f.StringVar(&o.transport, "agent-transport", "auto", "how to reach the agents in workspaces: auto (through each container's network namespace when the engine is on this host and its pids are visible, else exec), netns, or exec (a docker exec relay: any engine)")
+	f.StringVar(&o.runtime, "runtime", "runc", "the OCI runtime workspaces run on: runc (Docker's default: the host's kernel, behind namespaces, cgroups, dropped capabilities and seccomp) or runsc (gVisor: a user-space kernel between the workspace and the host's; slower execs and starts, more memory; it must be registered with the Docker engine, and the agent is then reached by --agent-transport exec; see README)")
 	f.StringVar(&o.engine, "engine", "docker", "where workspaces run: docker (containers on the Docker engine of DOCKER_HOST) or swarm (a service per workspace on the Docker Swarm cluster this host manages; see docs/scale-out.md)")
 	f.StringVar(&o.nodeBinary, "node-binary", "/usr/local/lib/patina/patina", "--engine swarm: where every node has this same patina binary (static), mounted read-only into its workspaces")
-	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: do not encrypt the workspaces' overlay networks (IPsec between nodes; needs the kernel's xfrm and ESP between nodes)")
+	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: do not encrypt the workspaces' overlay networks (IPsec between nodes; needs the kernel's xfrm and ESP between nodes: without this flag serve checks this kernel's at start and refuses to run without them)")
 	f.StringVar(&o.dns, "dns", "", "the DNS server (host:port) that workspaces' DNS queries and the egress proxy's lookups go to, filtered by each workspace's network policy (default: the first nameserver of /etc/resolv.conf)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
@@ -91,6 +114,10 @@ a workspace fails until "patina image build" has built it.`,
 	f.Int64Var(&o.diskMB, "disk", disk.DefaultMB, "the disk in MB of a workspace whose request names none: everything it writes (its files, its sessions' state, what it installs in its container) must fit, or writes fail with ENOSPC inside. Disks live in a pool (--disk-dir), an XFS image made on first start; they need root, a local engine with the overlay2 or fuse-overlayfs storage driver, and xfsprogs. Elsewhere workspaces have no disk limit (said in the log)")
 	f.StringVar(&o.diskDir, "disk-dir", disk.DefaultDir, "where the host's pool of workspace disks is kept (pool.img, and a mount point per disk); every sidecar of the host can share it")
 	f.Int64Var(&o.diskPoolMB, "disk-pool", 0, "the size in MB of the disk pool when it is made (a sparse file: it takes host space only as workspaces write; default 80% of the free space under the state directory). It bounds what all workspaces together can write, and so protects the host")
+	f.Int64Var(&o.memoryBudgetMB, "memory-budget", budget.DefaultSize>>20, "the sidecar's memory budget in MB, shared by all workspaces: the output of exec answers in flight and the windows of port-forward tunnels and other agent streams draw on it. When it is spent, answers wait (within their callers' deadlines) and tunnels carry data in smaller windows: the sidecar's memory stays bounded whatever the number of workspaces, commands and connections")
+	f.StringVar(&o.group, "group", defaultGroup, "run by root: the group (name or gid) that may read the token published in "+defaultSystemDir+" (env "+envSystemDir+" for another directory), so that its members use this sidecar as themselves")
+	f.IntVar(&o.warm, "warm", 0, "keep `N` workspaces of the default settings started (container and agent up) for creates to take: such a create answers at once and the pool refills in the background; a create with a repository, env, secrets or other limits makes its own (0: no pool)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "also serve GET /metrics (Prometheus text) here, host:port, without a token (on the API's address /metrics needs the token)")
 	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection starts it again")
 	return cmd
 }
@@ -135,6 +162,16 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		return s, usagef("--disk-dir must be an absolute path, not %q", o.diskDir)
 	}
 	s.DiskMB, s.DiskPoolMB, s.DiskDir = o.diskMB, o.diskPoolMB, o.diskDir
+	if o.memoryBudgetMB == 0 {
+		o.memoryBudgetMB = budget.DefaultSize >> 20
+	}
+	if o.memoryBudgetMB < 4 || o.memoryBudgetMB > 1<<20 {
+		return s, usagef("--memory-budget must be between 4 and 1048576 (MB), not %d", o.memoryBudgetMB)
+	}
+	s.MemoryBudgetMB = o.memoryBudgetMB
+	if o.warm < 0 || o.warm > workspace.MaxWarmPool {
+		return s, usagef("--warm must be between 0 and %d, not %d", workspace.MaxWarmPool, o.warm)
+	}
 	if o.idleStop < 0 || (o.idleStop > 0 && o.idleStop < time.Second) || o.idleStop > 720*time.Hour {
 		return s, usagef("--idle-stop must be 0 (never) or between 1s and 720h, not %s", o.idleStop)
 	}
@@ -145,12 +182,26 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	default:
 		return s, usagef("--agent-transport must be auto, netns or exec, not %q", o.transport)
 	}
+	switch o.runtime {
+	case "", "runc":
+		o.runtime = ""
+	case "runsc":
+		if o.transport == "netns" {
+			return s, usagef("--runtime runsc needs --agent-transport exec or auto (gVisor keeps its own network stack; the netns transport cannot reach an agent there)")
+		}
+		o.transport = "exec"
+	default:
+		return s, usagef("--runtime must be runc or runsc, not %q", o.runtime)
+	}
 	switch o.engine {
 	case "":
 		o.engine = "docker"
 	case "docker", "swarm":
 	default:
 		return s, usagef("--engine must be docker or swarm, not %q", o.engine)
+	}
+	if o.engine == "swarm" && o.runtime != "" {
+		return s, usagef("--runtime %s needs --engine docker (a Swarm service cannot choose its runtime)", o.runtime)
 	}
 	if o.engine == "swarm" && (o.nodeBinary == "" || !strings.HasPrefix(o.nodeBinary, "/")) {
 		return s, usagef("--node-binary must be an absolute path, not %q", o.nodeBinary)
@@ -166,6 +217,24 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if err != nil {
 		return s, err
 	}
+	// Root's sidecar with the default state directory is the machine's:
+	// its users find it through the system directory.
+	var systemDir string
+	if os.Geteuid() == 0 {
+		if a.getenv(envSystemDir) != "" {
+			systemDir = a.getenv(envSystemDir)
+		} else if o.stateDir == "" && a.getenv(envStateDir) == "" {
+			systemDir = defaultSystemDir
+		}
+	}
+	if o.group == "" {
+		o.group = defaultGroup
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return s, usagef("--metrics-addr %q: want host:port (%v)", o.metricsAddr, err)
+		}
+	}
 	addr := firstNonEmpty(o.addr, a.getenv(envAddr), defaultAddr)
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return s, usagef("--addr %q: want host:port (%v)", addr, err)
@@ -176,6 +245,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		Token:           firstNonEmpty(o.token, a.getenv(envToken)),
 		Image:           o.image,
 		Transport:       o.transport,
+		Runtime:         o.runtime,
 		Engine:          o.engine,
 		NodeBinary:      o.nodeBinary,
 		Unencrypted:     o.unencrypted,
@@ -183,6 +253,13 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		Logger:          slog.New(h),
 		ShutdownTimeout: o.shutdownTimeout,
 		IdleStop:        o.idleStop,
+		DiskMB:          s.DiskMB,
+		DiskPoolMB:      s.DiskPoolMB,
+		DiskDir:         s.DiskDir,
+		SystemDir:       systemDir,
+		Group:           o.group,
+		WarmPool:        o.warm,
+		MetricsAddr:     o.metricsAddr,
 	}, nil
 }
 

@@ -97,3 +97,42 @@ func TestServeProcs(t *testing.T) {
 		}
 	}
 }
+
+func TestServeSettingsRuntime(t *testing.T) {
+	a := &app{getenv: func(string) string { return "" }, stderr: &bytes.Buffer{}, stateDir: t.TempDir()}
+	base := serveOptions{image: "img", logLevel: "info", logFormat: "text", shutdownTimeout: time.Second, stateDir: t.TempDir(), diskMB: 2048, diskDir: "/d"}
+	tests := []struct {
+		runtime, transport, engine string
+		expRuntime, expTransport   string // "" runtime: the engine's default
+		refused                    bool
+	}{
+		{"", "auto", "docker", "", "auto", false},
+		{"runc", "netns", "docker", "", "netns", false},
+		{"runsc", "auto", "docker", "runsc", "exec", false},
+		{"runsc", "exec", "docker", "runsc", "exec", false},
+		{"runsc", "netns", "docker", "", "", true},
+		{"runsc", "auto", "swarm", "", "", true},
+		{"kata", "auto", "docker", "", "", true},
+	}
+	for _, tt := range tests {
+		o := base
+		o.runtime, o.transport, o.engine, o.nodeBinary = tt.runtime, tt.transport, tt.engine, "/opt/patina"
+		s, err := a.serveSettings(o)
+		if tt.refused {
+			if err == nil {
+				t.Errorf("exp --runtime %s --agent-transport %s --engine %s refused", tt.runtime, tt.transport, tt.engine)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("--runtime %s --agent-transport %s: %v", tt.runtime, tt.transport, err)
+			continue
+		}
+		if s.Runtime != tt.expRuntime || s.Transport != tt.expTransport {
+			t.Errorf("--runtime %s --agent-transport %s: exp runtime %q transport %s, got %q %s", tt.runtime, tt.transport, tt.expRuntime, tt.expTransport, s.Runtime, s.Transport)
+		}
+		if s.DiskMB != 2048 || s.DiskDir != "/d" {
+			t.Errorf("settings lost --disk/--disk-dir: %+v", s)
+		}
+	}
+}

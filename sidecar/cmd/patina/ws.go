@@ -17,10 +17,11 @@ func newWsCmd(a *app) *cobra.Command {
 		Aliases: []string{"workspace", "workspaces"},
 		Short:   "Create, list and manage workspaces",
 		Long: `A workspace is one Docker container holding persistent bash sessions, with its
-files in /workspace. Made from a repository (--repo), it is also a git branch
-patina/<name> and a worktree of that repository on the sidecar's machine,
-mounted at /workspace: diff, commit, merge and apply work on it. Made without
---repo, it is a scratch workspace: an empty directory and no git.
+files in /workspace. Made from a repository (--repo), /workspace is a git
+repository of its own, on a branch patina/<name> started at the base commit;
+that branch is also kept in your repository on the sidecar's machine: diff,
+commit, merge and apply bring the work back into it. Made without --repo, it
+is a scratch workspace: an empty directory and no git.
 
 Commands that take a workspace (WS) accept its name or its id.`,
 		Example: `  patina ws create --name fix-tests --repo .
@@ -75,9 +76,11 @@ func printWorkspace(w io.Writer, ws client.Workspace, now time.Time) error {
 		{"Base", base},
 		{"Worktree", ws.Worktree},
 		{"Image", ws.Image},
+		{"Template", ws.Template},
 		{"Container", shortID(ws.ContainerID)},
 		{"Network", ws.Network.String()},
 		{"Limits", limits(ws)},
+		{"Idle stop", idleStopText(ws.IdleStop)},
 		{"Env", envList(ws.Env, ws.SecretEnv)},
 		{"Secrets", strings.Join(ws.Secrets, " ")},
 		{"Created", created},
@@ -94,6 +97,14 @@ func printWorkspace(w io.Writer, ws client.Workspace, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// idleStopText is a workspace's idle_stop as ws show prints it.
+func idleStopText(d string) string {
+	if d == "" {
+		return ""
+	}
+	return "after " + d + " without activity"
 }
 
 func limits(ws client.Workspace) string {

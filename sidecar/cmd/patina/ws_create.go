@@ -13,6 +13,7 @@ import (
 
 type wsCreateOptions struct {
 	name, repo, base, image, network string
+	template, dockerfile             string
 	idleStop                         string
 	placement, allow                 []string
 	env, secretEnv, secrets          []string
@@ -34,12 +35,15 @@ sidecar's machine and mounted at /workspace. Without --repo it is a scratch
 workspace: an empty /workspace and no git.
 
 The container runs --image (default: the sidecar's, patina/base:bookworm; build
-it once with "patina image build"). Limits default to the sidecar's: 4096 MB,
+it once with "patina image build"). A repository with a devcontainer.json, or
+--dockerfile, gives its template instead (built once per content; see "patina
+template"); --template starts from a template by name. Limits default to the sidecar's: 4096 MB,
 2 CPUs, 4096 processes, and a disk of 10240 MB holding everything the
 workspace writes (where the sidecar can keep disks: a local engine, a root
 sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 		Example: `  patina ws create --name fix-tests --repo .
   patina ws create --repo ~/src/app --base v1.2 --env GOFLAGS=-mod=mod --memory 8192 --disk 20480
+  patina ws create --repo . --dockerfile tools/Dockerfile   # the template that Dockerfile makes
   patina ws create --network none --json        # a scratch workspace without network
   patina ws create --repo . --secret GH_TOKEN --secret-env DB_PASSWORD="$(pass db)"
   patina ws create --repo . --allow pypi.org --allow '*.pythonhosted.org'   # only those hosts`,
@@ -50,7 +54,9 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 				return err
 			}
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				done := a.progress("creating the workspace")
 				ws, err := c.CreateWorkspace(ctx, req)
+				done()
 				if err != nil {
 					return err
 				}
@@ -66,6 +72,8 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 	f.StringVar(&o.repo, "repo", "", "a path inside a git repository on the sidecar's machine (default: none, a scratch workspace)")
 	f.StringVar(&o.base, "base", "", "the ref the branch starts from (default: the repository's HEAD)")
 	f.StringVar(&o.image, "image", "", "the container image (default: the sidecar's, patina/base:bookworm)")
+	f.StringVar(&o.template, "template", "", "start from template `NAME` (patina template ls) in place of an image")
+	f.StringVar(&o.dockerfile, "dockerfile", "", "start from the template a Dockerfile in --repo makes (its `PATH` there; built once per content)")
 	f.StringArrayVar(&o.env, "env", nil, "set `KEY=VALUE` in the container (repeatable)")
 	f.StringArrayVar(&o.secretEnv, "secret-env", nil, "set `KEY=VALUE` in every session, never in the container's configuration, the value never shown (repeatable)")
 	f.StringArrayVar(&o.secrets, "secret", nil, "let the workspace use secret `NAME` (patina secret set): its HTTPS requests to the secret's hosts get its header; NAME holds a placeholder inside (repeatable)")
@@ -84,15 +92,17 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 // request validates the flags and builds the API request.
 func (o wsCreateOptions) request() (client.CreateWorkspaceRequest, error) {
 	req := client.CreateWorkspaceRequest{
-		Name:      o.name,
-		Base:      o.base,
-		Image:     o.image,
-		MemoryMB:  o.memoryMB,
-		CPUs:      o.cpus,
-		PidsLimit: o.pids,
-		DiskMB:    o.diskMB,
-		IdleStop:  o.idleStop,
-		Placement: o.placement,
+		Name:       o.name,
+		Base:       o.base,
+		Image:      o.image,
+		Template:   o.template,
+		Dockerfile: o.dockerfile,
+		MemoryMB:   o.memoryMB,
+		CPUs:       o.cpus,
+		PidsLimit:  o.pids,
+		DiskMB:     o.diskMB,
+		IdleStop:   o.idleStop,
+		Placement:  o.placement,
 	}
 	if o.repo != "" {
 		abs, err := filepath.Abs(o.repo)

@@ -14,7 +14,7 @@ func newWsForkCmd(a *app) *cobra.Command {
 		keepSecrets bool
 	)
 	cmd := &cobra.Command{
-		Use:   "fork SRC --name DST",
+		Use:   "fork SRC [--name DST]",
 		Short: "Make a new workspace from another, as it is now",
 		Long: `Make workspace DST from workspace SRC, as SRC is now:
 
@@ -39,7 +39,9 @@ also removes the image committed for it.`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				done := a.progress("forking " + args[0])
 				ws, err := c.ForkWorkspace(ctx, args[0], client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets})
+				done()
 				if err != nil {
 					return err
 				}

@@ -21,7 +21,8 @@ func newWsDiffCmd(a *app) *cobra.Command {
 untracked, as one unified diff (or, with --stat, one line per file).
 
 The diff is of the workspace's HEAD commit (its commits so far) plus its work
-not committed yet. Standard error names that commit. The sidecar remembers it:
+not committed yet. Standard error names that commit (with --stat too), in a
+line without the "patina: " that marks failures. The sidecar remembers it:
 "patina ws merge WS" then merges exactly that commit, and refuses if the
 workspace changed since (look again) or if the diff held uncommitted work
 (commit it first: "patina ws commit" keeps the review when it commits exactly
@@ -36,6 +37,9 @@ Taking a diff writes nothing to your repository.`,
 				d, err := c.Diff(ctx, args[0])
 				if err != nil {
 					return err
+				}
+				if d.Repaired != "" {
+					fmt.Fprintf(a.stderr, "patina: note: %s\n", d.Repaired)
 				}
 				switch {
 				case asJSON:
@@ -52,7 +56,8 @@ Taking a diff writes nothing to your repository.`,
 						return err
 					}
 					if d.Truncated {
-						fmt.Fprintln(a.stderr, "patina: the diff is longer than the sidecar's limit and was cut; see the worktree (patina ws show) for the rest")
+						fmt.Fprintf(a.stderr, "note: the diff is longer than the sidecar's limit and was cut; "+
+							"see every file with patina ws diff %s --stat, the rest in the workspace (patina exec %s -- git diff)\n", args[0], args[0])
 					}
 				}
 				writeDiffNote(a.stderr, args[0], d)
@@ -70,10 +75,10 @@ func writeDiffNote(w io.Writer, ws string, d client.Diff) {
 	switch {
 	case d.Commit == "":
 	case d.Uncommitted:
-		fmt.Fprintf(w, "patina: this is commit %s plus uncommitted work, which a merge does not record: "+
+		fmt.Fprintf(w, "this is commit %s plus uncommitted work, which a merge does not record: "+
 			"commit it first (patina ws commit %s -m MESSAGE), then merge (patina ws merge %s)\n", shortCommit(d.Commit), ws, ws)
 	default:
-		fmt.Fprintf(w, "patina: this is commit %s; patina ws merge %s merges exactly it\n", shortCommit(d.Commit), ws)
+		fmt.Fprintf(w, "this is commit %s; patina ws merge %s merges exactly it\n", shortCommit(d.Commit), ws)
 	}
 }
 
@@ -136,6 +141,9 @@ says so on standard error: look at the diff before merging.`,
 				if err != nil {
 					return err
 				}
+				if res.Repaired != "" {
+					fmt.Fprintf(a.stderr, "patina: note: %s\n", res.Repaired)
+				}
 				if res.Committed {
 					_, err = fmt.Fprintf(a.stdout, "committed %s\n", shortCommit(res.Commit))
 				} else {
@@ -145,7 +153,7 @@ says so on standard error: look at the diff before merging.`,
 					return err
 				}
 				if !res.Reviewed {
-					fmt.Fprintf(a.stderr, "patina: note: %s is not what patina ws diff last showed; look at it (patina ws diff %s) before merging\n",
+					fmt.Fprintf(a.stderr, "note: %s is not what patina ws diff last showed; look at it (patina ws diff %s) before merging\n",
 						shortCommit(res.Commit), args[0])
 				}
 				return nil
@@ -218,7 +226,7 @@ never merged. A conflict leaves both branches as they were and fails.`,
 					return a.mergeError(ctx, c, args[0], into, err)
 				}
 				if res.Uncommitted {
-					fmt.Fprintln(a.stderr, "patina: note: the workspace has uncommitted changes, which were not merged (run `patina ws commit` first)")
+					fmt.Fprintln(a.stderr, "note: the workspace has uncommitted changes, which were not merged (run `patina ws commit` first)")
 				}
 				return writeMergeResult(a.stdout, res)
 			})

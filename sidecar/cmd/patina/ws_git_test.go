@@ -21,7 +21,7 @@ func TestMergeNoBranch(t *testing.T) {
 	}
 	// A missing workspace keeps the sidecar's message.
 	r = runCLI(t, f.env(), "", "ws", "merge", "nope", "--into", "nosuch")
-	if r.code != exitFailure || r.stderr != "patina: not found: no workspace \"nope\"\n" {
+	if r.code != exitFailure || r.stderr != "patina: no workspace \"nope\"\n" {
 		t.Errorf("exp exit 1 and not found, got %d, %q", r.code, r.stderr)
 	}
 	r = runCLI(t, f.env(), "", "ws", "merge", "demo", "--commit", "bbbb")
@@ -49,13 +49,13 @@ func TestDiffAndCommitNameTheCommit(t *testing.T) {
 	f.diff = client.Diff{Commit: head, Text: "+x\n", Files: []client.FileStat{{Path: "x", Status: "added", Added: 1}}}
 	for _, args := range [][]string{{"ws", "diff", "demo"}, {"ws", "diff", "demo", "--stat"}} {
 		r := runCLI(t, f.env(), "", args...)
-		if r.code != 0 || r.stderr != "patina: this is commit 3f1c9e2a07; patina ws merge demo merges exactly it\n" {
+		if r.code != 0 || r.stderr != "this is commit 3f1c9e2a07; patina ws merge demo merges exactly it\n" {
 			t.Errorf("%v: exp the commit named, got %d, %q", args, r.code, r.stderr)
 		}
 	}
 	f.diff.Uncommitted = true
 	r := runCLI(t, f.env(), "", "ws", "diff", "demo")
-	if r.code != 0 || !strings.HasPrefix(r.stderr, "patina: this is commit 3f1c9e2a07 plus uncommitted work") ||
+	if r.code != 0 || !strings.HasPrefix(r.stderr, "this is commit 3f1c9e2a07 plus uncommitted work") ||
 		!strings.Contains(r.stderr, "patina ws commit demo -m MESSAGE") {
 		t.Errorf("exp the uncommitted work named, got %d, %q", r.code, r.stderr)
 	}
@@ -72,7 +72,7 @@ func TestDiffAndCommitNameTheCommit(t *testing.T) {
 	f.commit = client.CommitResult{Commit: head}
 	r = runCLI(t, f.env(), "", "ws", "commit", "demo", "-m", "m")
 	if r.code != 0 || r.stdout != "nothing to commit: the workspace is at 3f1c9e2a07\n" ||
-		r.stderr != "patina: note: 3f1c9e2a07 is not what patina ws diff last showed; look at it (patina ws diff demo) before merging\n" {
+		r.stderr != "note: 3f1c9e2a07 is not what patina ws diff last showed; look at it (patina ws diff demo) before merging\n" {
 		t.Errorf("commit not reviewed: %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 }

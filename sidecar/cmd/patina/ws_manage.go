@@ -38,7 +38,10 @@ func writeWorkspaces(w io.Writer, wss []client.Workspace, now time.Time) error {
 	rows := make([][]string, 0, len(wss))
 	for _, ws := range wss {
 		status := ws.Status
-		if ws.Error != "" {
+		switch {
+		case ws.IdleStopped:
+			status += " (idle)"
+		case ws.Error != "":
 			status += " (error)"
 		}
 		rows = append(rows, []string{ws.Name, ws.ID, status, ws.Image, ws.Branch, ago(now, ws.CreatedAt)})
@@ -100,7 +103,16 @@ func (a *app) wsAction(cmd *cobra.Command, name, done string,
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(a.stdout, "%s workspace %s (%s)\n", done, ws.Name, ws.Status)
+		// "stopped workspace w1", and the state only when it is not the
+		// one the verb says (a start that ended in an error, say).
+		line := fmt.Sprintf("%s workspace %s", done, ws.Name)
+		if want := map[string]string{"stopped": "stopped", "started": "running"}[done]; ws.Status != want {
+			line += fmt.Sprintf(" (it is %s)", ws.Status)
+			if ws.Error != "" {
+				line += ": " + ws.Error
+			}
+		}
+		_, err = fmt.Fprintln(a.stdout, line)
 		return err
 	})
 }
@@ -110,8 +122,8 @@ func newWsRmCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "rm WS...",
 		Aliases: []string{"remove", "delete"},
-		Short:   "Remove workspaces: container, sessions, worktree and branch",
-		Long: `Remove workspaces: their containers, sessions and worktrees, and (unless
+		Short:   "Remove workspaces: container, sessions, files and branch",
+		Long: `Remove workspaces: their containers, sessions and files, and (unless
 --keep-branch) their branches patina/<name> and notes. Uncommitted changes are
 lost; commit or merge first to keep them.`,
 		Example: `  patina ws rm fix-tests

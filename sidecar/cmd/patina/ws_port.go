@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -68,6 +69,10 @@ lists the workspace's forwarded ports.`,
 					return err
 				}
 				p, err := c.ForwardPort(ctx, args[0], client.ForwardPortRequest{Port: port, HostPort: hostPort})
+				var apiErr *client.APIError
+				if errors.As(err, &apiErr) && apiErr.Code == client.CodeConflict {
+					return &messageError{err: err, msg: fmt.Sprintf("%s\nClose it with: patina ws port %s %d --close", apiErr.Message, args[0], port)}
+				}
 				if err != nil {
 					return err
 				}

@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +34,7 @@ func main() {
 	}
 	mode := os.Args[1]
 	ws := os.Getenv("PATINA_WORKSPACE")
-	_ = exec.Command("pkill", "-9", "-f", "agent serve").Run()
+	killAgents()
 	var ln net.Listener
 	var err error
 	for i := 0; i < 100; i++ {
@@ -94,7 +94,7 @@ func serve(nc net.Conn, mode, ws string) {
 		}
 		go func() {
 			if strings.Contains(string(st.Header()), `"m":"hello"`) {
-				_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + ws + `","protocol":1,"version":"hostile","pid":1}}` + "\n"))
+				_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + ws + `","protocol":` + fmt.Sprint(agent.ProtocolVersion) + `,"version":"hostile","pid":1}}` + "\n"))
 				return
 			}
 			switch mode {
@@ -107,8 +107,8 @@ func serve(nc net.Conn, mode, ws string) {
 					}
 				}
 			case "lie":
-				_, _ = st.WriteFinal([]byte(`{"r":{"command_id":"../../../etc/shadow","exit_code":0,"stdout":{"data":"` +
-					"cm9vdA==" + `","size":-5},"stderr":{"size":99999999999},"cwd":"relative/../../x","id":"/etc/passwd",` +
+				_, _ = st.WriteFinal([]byte(`{"r":{"command_id":"../../../etc/shadow","exit_code":0,"stdout":{"data_len":4,"size":-5},` +
+					`"stderr":{"data_len":99999999999,"size":99999999999},"cwd":"relative/../../x","id":"/etc/passwd",` +
 					`"state":"idle","name":"../../x","type":"file","size":-1}}` + "\n"))
 			case "hang":
 				<-st.Done()
@@ -137,6 +137,25 @@ func sendFDs(nc net.Conn) {
 	for i := 0; i < 10000; i++ {
 		if _, _, err := uc.WriteMsgUnix([]byte{1}, rights, nil); err != nil {
 			return
+		}
+	}
+}
+
+// killAgents SIGKILLs every `patina agent serve` of the container but its
+// init (pid 1, `agent pause --once -- agent serve ...`): under runc the
+// kernel ignores a SIGKILL sent to the init from inside anyway; gVisor
+// (runsc 20221219) delivers it and the container stops, which ends this
+// workspace, not the test of what a hostile agent does to the sidecar.
+func killAgents() {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == 1 || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), "agent\x00serve") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

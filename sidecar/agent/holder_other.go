@@ -1,0 +1,7 @@
+//go:build !linux
+
+package agent
+
+// socketHolder needs Linux's SO_PEERCRED (the agent runs on Linux): 0
+// elsewhere.
+func socketHolder(string) int { return 0 }

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	pclient "github.com/patina-dev/patina/sidecar/client"
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
+)
+
+// WarmPool times create → first exec on a sidecar with `serve --warm 1`:
+// creates that take a pooled workspace, creates that make their own (an
+// env keeps them out of the pool), and `docker run --rm IMAGE true` (create,
+// start, wait, remove through the API), all in the same run. Targets: with
+// the pool p50 ≤ 100 ms, p99 ≤ 300 ms; without it ≤ 1/5 of docker run.
+type WarmPool struct {
+	Pool      Latency `json:"pool"`
+	NoPool    Latency `json:"no_pool"`
+	DockerRun Latency `json:"docker_run"`
+	// Ratios to DockerRun's p50.
+	PoolRatio   float64 `json:"pool_ratio"`
+	NoPoolRatio float64 `json:"no_pool_ratio"`
+}
+
+// poolReadyWait bounds waiting for the pool to refill between samples.
+const poolReadyWait = 2 * time.Minute
+
+func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
+	var wp WarmPool
+	n := r.o.CreateSamples
+	ds := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		d, err := r.dockerRun(ctx)
+		if err != nil {
+			return wp, err
+		}
+		ds = append(ds, d)
+	}
+	wp.DockerRun = summarise(ds)
+
+	dir := filepath.Join(r.root, "pool-state")
+	p, err := startSidecar(ctx, r.o.Binary, dir, filepath.Join(r.root, "pool.log"), r.o.Image, r.o.StartTimeout, "--warm", "1")
+	if err != nil {
+		return wp, err
+	}
+	defer func() {
+		p.stop()
+		_ = removeContainers(context.WithoutCancel(ctx), r.api, dir)
+	}()
+	c := pclient.New(p.Addr, p.Token, nil)
+	sample := func(name string, env map[string]string) (time.Duration, error) {
+		t0 := time.Now()
+		ws, err := c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: name, Env: env})
+		if err != nil {
+			return 0, fmt.Errorf("create %s: %w", name, err)
+		}
+		if err := execTrue(ctx, c, ws.ID, "default"); err != nil {
+			return 0, fmt.Errorf("first exec in %s: %w", name, err)
+		}
+		d := time.Since(t0)
+		return d, c.DeleteWorkspace(ctx, ws.ID, pclient.DeleteOptions{})
+	}
+	pool, own := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		if err := r.waitRunning(ctx, dir, 1); err != nil {
+			return wp, err
+		}
+		d, err := sample(fmt.Sprintf("bench-pool-%d", i), nil)
+		if err != nil {
+			return wp, err
+		}
+		pool = append(pool, d)
+		if err := r.waitRunning(ctx, dir, 1); err != nil {
+			return wp, err
+		}
+		if d, err = sample(fmt.Sprintf("bench-nopool-%d", i), map[string]string{"BENCH": "1"}); err != nil {
+			return wp, err
+		}
+		own = append(own, d)
+	}
+	wp.Pool, wp.NoPool = summarise(pool), summarise(own)
+	if wp.DockerRun.P50MS > 0 {
+		wp.PoolRatio = wp.Pool.P50MS / wp.DockerRun.P50MS
+		wp.NoPoolRatio = wp.NoPool.P50MS / wp.DockerRun.P50MS
+	}
+	return wp, nil
+}
+
+// waitRunning waits until n containers of the sidecar of stateDir run
+// (the pool is full: the samples' workspaces were deleted).
+func (r *runner) waitRunning(ctx context.Context, stateDir string, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, poolReadyWait)
+	defer cancel()
+	for {
+		list, err := r.api.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
+			filters.Arg("label", pcontainer.LabelStateDir+"="+stateDir), filters.Arg("label", pcontainer.LabelWorkspace), filters.Arg("status", "running"))})
+		if err != nil {
+			return fmt.Errorf("wait for the warm pool: %w", err)
+		}
+		if len(list) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the warm pool did not fill within %s", poolReadyWait)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// dockerRun is `docker run --rm IMAGE true` through the API: create,
+// start, wait until it exits, remove.
+func (r *runner) dockerRun(ctx context.Context) (time.Duration, error) {
+	t0 := time.Now()
+	c, err := r.api.ContainerCreate(ctx, &container.Config{Image: r.o.Image, Cmd: []string{"true"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		return 0, fmt.Errorf("docker run: %w", err)
+	}
+	defer func() {
+		_ = r.api.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	}()
+	if err := r.api.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		return 0, fmt.Errorf("docker run: %w", err)
+	}
+	for {
+		insp, err := r.api.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return 0, fmt.Errorf("docker run: %w", err)
+		}
+		if insp.State != nil && !insp.State.Running {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	if err := r.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{}); err != nil {
+		return 0, fmt.Errorf("docker run: %w", err)
+	}
+	return time.Since(t0), nil
+}

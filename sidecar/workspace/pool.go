@@ -1,0 +1,251 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// The warm pool (Config.WarmPool): workspaces of the default settings
+// (no repository, the default image, limits, disk and network policy, no
+// env or secrets) created ahead, container started and agent up. A create
+// whose settings are exactly those takes one, which then gets the
+// request's name; the pool refills in the background. A pooled workspace
+// is hidden (no lookup, no list) until it is taken, has run nothing of a
+// user before, and once taken is an ordinary workspace: never back in
+// the pool. At start, pooled workspaces left by an earlier run (a kill
+// -9) are deleted and the pool made anew: nothing of a run is handed out
+// by the next.
+
+// MaxWarmPool bounds Config.WarmPool: each pooled workspace holds a
+// container (init, agent: a few MB at rest) and its disk.
+const MaxWarmPool = 256
+
+// poolRetry is how long a failing fill waits before trying again.
+const poolRetry = 5 * time.Second
+
+type pooledKey struct{}
+
+// pool holds the pooled workspaces ready to be taken.
+type pool struct {
+	size int
+	mu   sync.Mutex
+	// ready are pooled workspaces, oldest first; filling counts the
+	// creates under way.
+	ready   []*workspace
+	filling int
+	wake    chan struct{}
+}
+
+// PoolStatus reports the warm pool.
+type PoolStatus struct {
+	Size, Ready, Filling int
+	Taken                int64
+}
+
+// Pool reports the warm pool (zero without one).
+func (m *Manager) Pool() PoolStatus {
+	p := m.pool
+	if p == nil {
+		return PoolStatus{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PoolStatus{Size: p.size, Ready: len(p.ready), Filling: p.filling, Taken: m.poolTaken.Load()}
+}
+
+// isPooled reports whether w waits in the pool (hidden).
+func (w *workspace) isPooled() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.Pooled
+}
+
+// runPool deletes what an earlier run left pooled, once adoption is
+// done, then keeps the pool full until the Manager closes.
+func (m *Manager) runPool(adopted <-chan struct{}) {
+	select {
+	case <-adopted:
+	case <-m.bg.Done():
+		return
+	}
+	for _, w := range m.all() {
+		if w.isPooled() {
+			ctx, cancel := context.WithTimeout(m.bg, lifecycleTimeout)
+			if err := w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) }); err != nil {
+				m.log.Warn("pool: delete a pooled workspace of an earlier run", "workspace_id", w.meta.ID, "err", err)
+			}
+			cancel()
+		}
+	}
+	p := m.pool
+	for {
+		p.mu.Lock()
+		need := p.size - len(p.ready) - p.filling
+		if need > 0 {
+			p.filling++
+		}
+		p.mu.Unlock()
+		if need > 0 {
+			go m.fillOne()
+			continue
+		}
+		select {
+		case <-p.wake:
+		case <-m.bg.Done():
+			return
+		}
+	}
+}
+
+// fillOne creates one pooled workspace.
+func (m *Manager) fillOne() {
+	p := m.pool
+	w, err := m.createPooled()
+	p.mu.Lock()
+	p.filling--
+	if err == nil {
+		p.ready = append(p.ready, w)
+	}
+	p.mu.Unlock()
+	if err == nil {
+		st := m.Pool()
+		m.log.Info("warm pool", "ready", st.Ready, "size", st.Size, "filling", st.Filling, "taken", st.Taken)
+	}
+	if err != nil {
+		if m.bg.Err() == nil {
+			m.log.Warn("pool: create a pooled workspace", "err", err)
+		}
+		select {
+		case <-time.After(poolRetry):
+		case <-m.bg.Done():
+			return
+		}
+	}
+	p.kick()
+}
+
+func (p *pool) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// createPooled creates a workspace of the default settings, hidden.
+func (m *Manager) createPooled() (*workspace, error) {
+	ctx, cancel := context.WithTimeout(context.WithValue(m.bg, pooledKey{}, true), lifecycleTimeout)
+	defer cancel()
+	req := client.CreateWorkspaceRequest{Name: "pool-" + randomHex(6)}
+	if err := m.validateCreate(&req); err != nil {
+		return nil, err
+	}
+	if err := m.checkDisk(ctx, &req.DiskMB); err != nil {
+		return nil, err
+	}
+	v, err := m.create(ctx, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	w := m.workspaces[v.ID]
+	m.mu.RUnlock()
+	if w == nil {
+		return nil, fmt.Errorf("pooled workspace %s vanished", v.ID)
+	}
+	return w, nil
+}
+
+// takePooled gives a create a pooled workspace when its settings are
+// exactly a pooled one's (ok false: create one).
+func (m *Manager) takePooled(ctx context.Context, req client.CreateWorkspaceRequest) (client.Workspace, bool, error) {
+	p := m.pool
+	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Env) > 0 || len(req.SecretEnv) > 0 ||
+		len(req.Secrets) > 0 || req.IdleStop != "" || len(req.Placement) > 0 || (req.Network != nil && len(req.Network.Allow) > 0) {
+		return client.Workspace{}, false, nil
+	}
+	var w *workspace
+	p.mu.Lock()
+	for i, c := range p.ready {
+		c.mu.Lock()
+		md := c.meta
+		c.mu.Unlock()
+		if md.Image == req.Image && md.MemoryMB == req.MemoryMB && md.CPUs == req.CPUs && md.PidsLimit == req.PidsLimit &&
+			md.DiskMB == req.DiskMB && req.Network != nil && md.Network == req.Network.Mode {
+			w = c
+			p.ready = append(p.ready[:i:i], p.ready[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+	if w == nil {
+		return client.Workspace{}, false, nil
+	}
+	defer p.kick()
+	name := req.Name
+	if name == "" {
+		name = "ws-" + randomHex(4)
+	}
+	if err := m.reserve(name); err != nil {
+		m.discardPooled(w) // taken out: never back in
+		return client.Workspace{}, true, err
+	}
+	defer m.unreserve(name)
+	err := w.changeLocked(ctx, func(ctx context.Context) error {
+		w.mu.Lock()
+		old := w.meta.Name
+		w.meta.Name = name
+		w.meta.Pooled = false
+		w.meta.CreatedAt = time.Now().UTC()
+		w.mu.Unlock()
+		if err := w.save(ctx); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		if m.names[old] == w.meta.ID {
+			delete(m.names, old)
+		}
+		m.names[name] = w.meta.ID
+		m.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		m.discardPooled(w)
+		return client.Workspace{}, true, err
+	}
+	m.poolTaken.Add(1)
+	w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s, from the warm pool)", name, w.meta.Image)})
+	m.log.Info("workspace created from the warm pool", "workspace_id", w.meta.ID, "name", name)
+	return w.view(), true, nil
+}
+
+// discardPooled deletes a pooled workspace taken out and not given.
+func (m *Manager) discardPooled(w *workspace) {
+	go func() {
+		ctx, cancel := context.WithTimeout(m.bg, lifecycleTimeout)
+		defer cancel()
+		_ = w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) })
+	}()
+}
+
+// drainPoolTimeout bounds deleting the pool at Close.
+const drainPoolTimeout = 30 * time.Second
+
+// drainPool deletes the pooled workspaces (Close): they are nobody's, and
+// the next run makes its own.
+func (m *Manager) drainPool() {
+	if m.pool == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainPoolTimeout)
+	defer cancel()
+	for _, w := range m.all() {
+		if w.isPooled() {
+			_ = w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) })
+		}
+	}
+}

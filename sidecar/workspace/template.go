@@ -1,0 +1,194 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/template"
+	"github.com/patina-dev/patina/worktree"
+)
+
+// Templates makes and finds templates (template.Manager).
+type Templates interface {
+	Make(ctx context.Context, src template.Source) (template.Template, error)
+	Get(ctx context.Context, name string) (template.Template, error)
+}
+
+// maxDockerfileBytes bounds a Dockerfile read from a repository.
+const maxDockerfileBytes = 1 << 20
+
+// BuildTemplate makes a repository's template (or finds the one its
+// content made), sending the build's output to progress.
+func (m *Manager) BuildTemplate(ctx context.Context, req client.BuildTemplateRequest, progress io.Writer) (template.Template, error) {
+	if m.cfg.Templates == nil {
+		return template.Template{}, fmt.Errorf("%w: this sidecar makes no templates", ErrUnsupported)
+	}
+	if req.Repo == "" {
+		return template.Template{}, fmt.Errorf("%w: repo is required: the repository whose devcontainer.json or Dockerfile makes the template", ErrInvalid)
+	}
+	if req.Name != "" {
+		if err := template.ValidName(req.Name); err != nil {
+			return template.Template{}, err
+		}
+	}
+	src, ok, err := m.templateSource(ctx, req.Repo, req.Base, req.Dockerfile)
+	if err != nil {
+		return template.Template{}, err
+	}
+	if !ok {
+		return template.Template{}, fmt.Errorf("%w: %s has no .devcontainer/devcontainer.json or .devcontainer.json; name a Dockerfile (--dockerfile)", ErrInvalid, req.Repo)
+	}
+	src.Name = req.Name
+	src.Progress = progress
+	return m.cfg.Templates.Make(ctx, src)
+}
+
+// templateSource reads what makes a repository's template at base: the
+// Dockerfile named, else its devcontainer.json (ok false: neither).
+func (m *Manager) templateSource(ctx context.Context, repoPath, base, dockerfile string) (template.Source, bool, error) {
+	r, err := m.repo(ctx, repoPath)
+	if err != nil {
+		return template.Source{}, false, repoError(repoPath, err)
+	}
+	commit, err := r.ResolveRev(ctx, base)
+	if errors.Is(err, worktree.ErrNotFound) {
+		err = fmt.Errorf("%w: base: %w", ErrInvalid, err)
+	}
+	if err != nil {
+		return template.Source{}, false, err
+	}
+	src := template.Source{Repo: r.Root()}
+	switch {
+	case dockerfile != "":
+		t, err := r.PathType(ctx, commit, dockerfile)
+		if err != nil {
+			return template.Source{}, false, fmt.Errorf("%w: dockerfile: %v", ErrInvalid, err)
+		}
+		if t != "blob" {
+			return template.Source{}, false, fmt.Errorf("%w: dockerfile %q is not a file of %s at %.12s", ErrInvalid, dockerfile, r.Root(), commit)
+		}
+		df := path.Clean(dockerfile)
+		dir := path.Dir(df)
+		if dir == "." {
+			dir = ""
+		}
+		src.File = df
+		src.Raw = []byte("dockerfile:" + df)
+		src.Config = template.Devcontainer{Dockerfile: df, Context: dir}
+	default:
+		for _, p := range template.ConfigPaths {
+			t, err := r.PathType(ctx, commit, p)
+			if err != nil {
+				return template.Source{}, false, err
+			}
+			if t != "blob" {
+				continue
+			}
+			raw, err := r.ReadBlob(ctx, commit, p, template.MaxConfigBytes)
+			if errors.Is(err, worktree.ErrTooLarge) {
+				return template.Source{}, false, fmt.Errorf("%w: %s is larger than %d bytes", ErrInvalid, p, template.MaxConfigBytes)
+			}
+			if err != nil {
+				return template.Source{}, false, err
+			}
+			cfg, err := template.ParseDevcontainer(p, raw)
+			if err != nil {
+				return template.Source{}, false, err
+			}
+			src.File, src.Raw, src.Config = p, raw, cfg
+			break
+		}
+		if src.File == "" {
+			return template.Source{}, false, nil
+		}
+	}
+	if src.Config.Dockerfile == "" { // an image: the template manager checks it is here (never pulled)
+		return src, true, nil
+	}
+	src.Dockerfile, err = r.ReadBlob(ctx, commit, src.Config.Dockerfile, maxDockerfileBytes)
+	switch {
+	case errors.Is(err, worktree.ErrNotFound):
+		return template.Source{}, false, fmt.Errorf("%w: %s: the Dockerfile %s is not a file of the repository at %.12s", ErrInvalid, src.File, src.Config.Dockerfile, commit)
+	case errors.Is(err, worktree.ErrTooLarge):
+		return template.Source{}, false, fmt.Errorf("%w: the Dockerfile %s is larger than %d bytes", ErrInvalid, src.Config.Dockerfile, maxDockerfileBytes)
+	case err != nil:
+		return template.Source{}, false, err
+	}
+	// The context is read by the template manager, one at a time.
+	file, dir := src.File, src.Config.Context
+	src.LoadContext = func(ctx context.Context) ([]byte, error) {
+		data, err := r.Archive(ctx, commit, dir, m.cfg.MaxTemplateContext)
+		switch {
+		case errors.Is(err, worktree.ErrNotFound):
+			return nil, fmt.Errorf("%w: %s: the build context %q is not a directory of the repository", ErrInvalid, file, dir)
+		case errors.Is(err, worktree.ErrTooLarge):
+			return nil, fmt.Errorf("%w: the build context %q is larger than %d MiB: make the context a smaller directory", ErrInvalid, dir, m.cfg.MaxTemplateContext>>20)
+		}
+		return data, err
+	}
+	return src, true, nil
+}
+
+// createTemplate gives a create its template: the one named, or for a
+// repository that names no image, the one its devcontainer.json (or the
+// Dockerfile named) makes. It sets the request's image and adds the
+// template's environment under the request's own.
+func (m *Manager) createTemplate(ctx context.Context, req *client.CreateWorkspaceRequest, imageGiven bool) (string, error) {
+	if req.Template != "" && (imageGiven || req.Dockerfile != "") {
+		return "", fmt.Errorf("%w: template names the image: give template, image or dockerfile, not several", ErrInvalid)
+	}
+	if req.Dockerfile != "" && imageGiven {
+		return "", fmt.Errorf("%w: dockerfile makes the image: give dockerfile or image, not both", ErrInvalid)
+	}
+	if req.Dockerfile != "" && req.Repo == "" {
+		return "", fmt.Errorf("%w: dockerfile is a path in the repository: give repo too", ErrInvalid)
+	}
+	if (req.Template != "" || req.Dockerfile != "") && m.cfg.Templates == nil {
+		return "", fmt.Errorf("%w: this sidecar makes no templates", ErrUnsupported)
+	}
+	var t template.Template
+	switch {
+	case req.Template != "":
+		var err error
+		if t, err = m.cfg.Templates.Get(ctx, req.Template); err != nil {
+			if errors.Is(err, template.ErrNotFound) {
+				err = fmt.Errorf("%w: template: %w", ErrInvalid, err) // a field names nothing: 400
+			}
+			return "", err
+		}
+	case req.Repo != "" && !imageGiven && m.cfg.Templates != nil && m.eng.Local():
+		src, ok, err := m.templateSource(ctx, req.Repo, req.Base, req.Dockerfile)
+		if err != nil || !ok {
+			return "", err
+		}
+		src.Progress = &logWriter{log: m.log, repo: req.Repo}
+		if t, err = m.cfg.Templates.Make(ctx, src); err != nil {
+			return "", err
+		}
+	default:
+		return "", nil
+	}
+	req.Image = t.Ref
+	if len(t.Env) > 0 {
+		env := maps.Clone(t.Env)
+		maps.Copy(env, req.Env)
+		req.Env = env
+	}
+	return t.Name, nil
+}
+
+// logWriter logs a build's output at debug level, a line at a time.
+type logWriter struct {
+	log  interface{ Debug(string, ...any) }
+	repo string
+}
+
+func (l *logWriter) Write(p []byte) (int, error) {
+	l.log.Debug("template build", "repo", l.repo, "output", string(p))
+	return len(p), nil
+}

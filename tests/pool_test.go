@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/patina-dev/patina/sidecar/client"
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
+)
+
+// TestWarmPool: with serve --warm 2, a create of the default settings
+// takes a started workspace from the pool; the next user's workspace holds
+// nothing of the previous one (files, processes, sessions, environment,
+// secrets, network policy); a workspace given out is never given again;
+// pooled workspaces are hidden; creates of other settings make their own;
+// after a kill -9 the pool of the dead run is deleted and made anew.
+func TestWarmPool(t *testing.T) {
+	h := StartWith(t, t.TempDir(), fmt.Sprintf("e2e-%d", time.Now().UnixNano()), nil, []string{"--warm", "2"})
+	ctx := context.Background()
+	dc := dockerClient(t)
+	containers := func() map[string]bool {
+		list, err := dc.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", pcontainer.LabelStateDir+"="+h.StateDir), filters.Arg("label", pcontainer.LabelWorkspace))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, c := range list {
+			out[c.ID] = c.State == "running"
+		}
+		return out
+	}
+	running := func(n int) func() bool {
+		return func() bool {
+			k := 0
+			for _, r := range containers() {
+				if r {
+					k++
+				}
+			}
+			return k >= n
+		}
+	}
+	fromPool := func() int { return strings.Count(h.Logs(), `msg="workspace created from the warm pool"`) }
+	// full waits for the pool to be full for the n-th time in this run.
+	full := func(n int) {
+		t.Helper()
+		WaitFor(t, "the warm pool full", 3*time.Minute, func() bool { return strings.Count(h.Logs(), "ready=2 size=2") >= n })
+	}
+	full(1)
+	if wss, err := h.Client.ListWorkspaces(ctx); err != nil || len(wss) != 0 {
+		t.Fatalf("pooled workspaces are listed: %v %v", wss, err)
+	}
+
+	a := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-a"})
+	if fromPool() != 1 || a.Name != "user-a" || a.Status != client.StatusRunning {
+		t.Fatalf("the first create did not take a pooled workspace: %+v, %d taken", a, fromPool())
+	}
+	// User a leaves things behind.
+	h.Out("user-a", "default", "echo a-secret > /workspace/a.txt; echo a > /root/a; export A_VAR=1; (sleep 1000 >/dev/null 2>&1 &)")
+	h.CreateSession("user-a", client.CreateSessionRequest{ID: "a-session"})
+	full(2)
+
+	b := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-b"})
+	if fromPool() != 2 || b.ID == a.ID || b.ContainerID == a.ContainerID {
+		t.Fatalf("the second create: %+v (a: %s), %d taken", b, a.ID, fromPool())
+	}
+	got := h.Out("user-b", "default", "ls -A /workspace; cat /root/a 2>&1; echo A_VAR=$A_VAR; pgrep -x sleep || echo no-sleep")
+	if strings.Contains(got, "a.txt") || strings.Contains(got, "A_VAR=1") || !strings.Contains(got, "No such file") || !strings.Contains(got, "no-sleep") {
+		t.Fatalf("user b's pooled workspace holds user a's state: %q", got)
+	}
+	sessions, err := h.Client.ListSessions(ctx, "user-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if s.ID == "a-session" {
+			t.Fatalf("user b's workspace has user a's session: %+v", sessions)
+		}
+	}
+	// Other settings make their own: env, secrets' env, a network policy.
+	n := fromPool()
+	c := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-c", Env: map[string]string{"C_VAR": "c"}, SecretEnv: map[string]string{"C_SECRET": "s3cret"}, Network: &client.NetworkPolicy{Mode: client.NetworkNone}})
+	if fromPool() != n || c.Network.Mode != client.NetworkNone {
+		t.Fatalf("a create of other settings took a pooled workspace: %+v", c)
+	}
+	if got := h.Out("user-c", "default", "echo $C_VAR $C_SECRET"); got != "c s3cret\n" {
+		t.Fatalf("user c: %q", got)
+	}
+	// A workspace given out is never given again: delete a, create more.
+	if err := h.Client.DeleteWorkspace(ctx, "user-a", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	full(3)
+	d := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-d"})
+	if d.ID == a.ID || d.ID == b.ID || d.ContainerID == a.ContainerID || fromPool() != n+1 {
+		t.Fatalf("a workspace given out came back: %+v", d)
+	}
+	if got := h.Out("user-d", "default", "ls -A /workspace; echo C_SECRET=$C_SECRET"); got != "C_SECRET=\n" {
+		t.Fatalf("user d: %q", got)
+	}
+
+	// kill -9: the dead run's pooled workspaces go, a new pool comes, the
+	// users' workspaces stay.
+	full(4)
+	before := containers()
+	h.Kill9()
+	h.Launch()
+	given := map[string]bool{b.ContainerID: true, c.ContainerID: true, d.ContainerID: true}
+	WaitFor(t, "the old pool deleted and a new one made", 3*time.Minute, func() bool {
+		now := containers()
+		for id := range before {
+			if !given[id] && now[id] {
+				return false
+			}
+		}
+		return running(5)() && strings.Contains(h.Logs(), "ready=2 size=2")
+	})
+	e := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-e"})
+	if before[e.ContainerID] || given[e.ContainerID] || !strings.Contains(h.Logs(), `msg="workspace created from the warm pool"`) {
+		t.Fatalf("after kill -9 a create got %+v (the old run's containers %v)", e, before)
+	}
+	if got := h.Out("user-b", "default", "echo still"); got != "still\n" {
+		t.Fatalf("user b after the restart: %q", got)
+	}
+	if wss, err := h.Client.ListWorkspaces(ctx); err != nil || len(wss) != 4 {
+		t.Fatalf("after the restart: %d workspaces listed (want b, c, d, e): %v", len(wss), err)
+	}
+}
