@@ -358,10 +358,14 @@ func TestWorkspacesCannotReachEachOther(t *testing.T) {
 	if len(ip) == 0 {
 		t.Fatal("the server workspace has no address")
 	}
-	if got := h.Out("server", "default", "timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080; cat <&3'"); !strings.Contains(got, "hello") {
+	// netprobe, not bash's /dev/tcp: under gVisor a read of bash's socket
+	// can fail with EAGAIN before the server has written.
+	h.upload("server", testBinary(t, "netprobe"), "netprobe")
+	h.upload("client", testBinary(t, "netprobe"), "netprobe")
+	if got := h.Out("server", "default", "timeout 15 /workspace/netprobe tcp 127.0.0.1:8080"); !strings.Contains(got, "hello") {
 		t.Fatalf("the server does not answer in its own workspace: %q", got)
 	}
-	res := h.Exec("client", "default", "timeout 5 bash -c 'exec 3<>/dev/tcp/"+ip[0]+"/8080; cat <&3'")
+	res := h.Exec("client", "default", "timeout 15 /workspace/netprobe tcp "+ip[0]+":8080")
 	if res.ExitCode == 0 || strings.Contains(res.Stdout, "hello") {
 		t.Fatalf("a workspace reached another's server at %s: %+v", ip[0], res)
 	}

@@ -434,6 +434,21 @@ func fakeAgent(t *testing.T, reply func(st *mux.Stream), mods ...func(*ClientCon
 // frame).
 func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool, mods ...func(*ClientConfig)) *Client {
 	t.Helper()
+	return fakeAgentSpeaking(t, reply, fakeWire{pipes: pipes, protocol: ProtocolVersion}, mods...)
+}
+
+// fakeWire is how a fake agent speaks: over pipes or not, which protocol
+// its hello names, and (an agent of OldProtocol) every mux window full.
+type fakeWire struct {
+	pipes       bool
+	protocol    int
+	fullWindows bool
+}
+
+// fakeAgentSpeaking is fakeAgent speaking as w says.
+func fakeAgentSpeaking(t *testing.T, reply func(st *mux.Stream), w fakeWire, mods ...func(*ClientConfig)) *Client {
+	t.Helper()
+	pipes := w.pipes
 	addr := fmt.Sprintf("@patina-fake-agent-%d", time.Now().UnixNano())
 	ln, err := net.Listen("unix", addr)
 	if err != nil {
@@ -455,11 +470,14 @@ func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool, mods .
 				}
 				conn := mux.Server(nc, mux.Config{})
 				defer conn.Close()
+				if w.fullWindows {
+					conn.UseFullWindows()
+				}
 				st, err := conn.Accept(context.Background())
 				if err != nil {
 					return
 				}
-				writeResult(st, Hello{WorkspaceID: "ws1", Protocol: ProtocolVersion})
+				writeResult(st, Hello{WorkspaceID: "ws1", Protocol: w.protocol})
 				st.Close()
 				for {
 					st, err := conn.Accept(context.Background())

@@ -51,8 +51,13 @@ type ClientConfig struct {
 	// Setup, if set, gives what each new connection's agent is told after
 	// hello, before any other call (nil: nothing). A setup that fails is
 	// logged; the connection is used all the same.
-	Setup  func() *SetupRequest
-	Logger *slog.Logger
+	Setup func() *SetupRequest
+	// OldAgent: the workspace's container was made by an earlier patina
+	// release, whose agent may speak OldProtocol; it is then spoken to in
+	// that protocol (compat.go). An agent of a container this release made
+	// that answers with OldProtocol is refused.
+	OldAgent bool
+	Logger   *slog.Logger
 }
 
 // Budget is memory shared by the whole sidecar (budget.Budget).
@@ -263,7 +268,10 @@ func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello
 	var h Hello
 	err = c.roundTrip(ctx, conn, mHello, HelloRequest{Token: c.cfg.Token, WorkspaceID: c.cfg.WorkspaceID, Protocol: ProtocolVersion}, &h, 64<<10)
 	if err == nil {
-		err = h.validate(c.cfg.WorkspaceID)
+		err = h.validate(c.cfg.WorkspaceID, c.cfg.OldAgent)
+	}
+	if err == nil && h.Protocol == OldProtocol {
+		conn.UseFullWindows()
 	}
 	if err != nil {
 		conn.Close()

@@ -59,6 +59,9 @@ func (c *Client) Revive(ctx context.Context, sid string) ([]session.Info, error)
 // Restart gives session sid, whose own command ended its shell, a new
 // shell with its creation settings; its history and command ids go on.
 func (c *Client) Restart(ctx context.Context, sid string) (session.Info, error) {
+	if c.speaksOld(ctx) {
+		return session.Info{}, oldRefusal("restart a session with a new shell")
+	}
 	var out sessionInfos
 	if _, err := c.call(ctx, mSessionRevive, ReviveRequest{Session: sid, Fresh: true}, &out, callOpts{long: true, headLimit: 1 << 20}); err != nil {
 		return session.Info{}, err
@@ -181,6 +184,9 @@ func (r Result) Release() {
 // then (once the client's share of the budget and the budget have the
 // bytes) the output that follows it.
 func (c *Client) resultCall(ctx context.Context, method string, args any, o callOpts) (Result, error) {
+	if c.speaksOld(ctx) {
+		return c.oldResultCall(ctx, method, args, o)
+	}
 	var out ExecResult
 	o.keep = true
 	r, err := c.call(ctx, method, args, &out, o)
@@ -408,6 +414,9 @@ func (c *Client) DeleteFile(ctx context.Context, path string) error {
 
 // GitInit makes /workspace the workspace's own repository.
 func (c *Client) GitInit(ctx context.Context, req GitInitRequest) error {
+	if req.Reseed && c.speaksOld(ctx) {
+		return oldRefusal("re-seed its repository from its base")
+	}
 	_, err := c.call(ctx, mGitInit, req, nil, callOpts{long: true})
 	return err
 }

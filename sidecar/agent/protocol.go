@@ -42,11 +42,16 @@ const (
 	mSetup         = "setup"
 )
 
-// ProtocolVersion is sent in hello; an agent of another version is
-// restarted with the sidecar's binary. Version 2: an exec result's output
+// ProtocolVersion is sent in hello. Version 2: an exec result's output
 // follows its line as raw bytes (Output), and mux windows start at
 // mux.InitialWindow.
 const ProtocolVersion = 2
+
+// OldProtocol is the protocol of the agents of earlier patina releases,
+// spoken only to a workspace whose container such a release made
+// (ClientConfig.OldAgent): output inline in the result line, base64, and
+// every mux window Window (compat.go).
+const OldProtocol = 1
 
 // SocketName is the abstract unix socket the agent listens on, in its
 // container's network namespace.

@@ -59,11 +59,13 @@ func checkCwd(cwd string) error {
 	return checkText("cwd", cwd, maxPath)
 }
 
-func (h *Hello) validate(workspaceID string) error {
+// validate checks a hello; oldAgent: the workspace's container was made by
+// an earlier patina, whose agent may speak OldProtocol.
+func (h *Hello) validate(workspaceID string, oldAgent bool) error {
 	if h.WorkspaceID != workspaceID {
 		return fmt.Errorf("%w: the agent answered for workspace %q, not %q", ErrUnavailable, cleanText(h.WorkspaceID, 80), workspaceID)
 	}
-	if h.Protocol != ProtocolVersion {
+	if h.Protocol != ProtocolVersion && !(oldAgent && h.Protocol == OldProtocol) {
 		return fmt.Errorf("%w: the workspace's container was made by another patina, whose agent speaks protocol %d (this sidecar's: %d); fork the workspace, or remove its container and start it, to run this sidecar's agent", ErrUnavailable, h.Protocol, ProtocolVersion)
 	}
 	if h.Sessions < 0 || h.Live < 0 || h.Live > h.Sessions || h.PID < 0 {

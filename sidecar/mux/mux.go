@@ -148,6 +148,8 @@ type Conn struct {
 	ctrl   chan frame // control frames from the read loop and the pinger
 	done   chan struct{}
 	lastRx atomic.Int64 // unix nanos of the last frame received
+	// fullWindows: streams start at Window (UseFullWindows).
+	fullWindows atomic.Bool
 }
 
 type frame struct {
@@ -300,13 +302,17 @@ func (c *Conn) Accept(ctx context.Context) (*Stream, error) {
 }
 
 func (c *Conn) newStream(id uint32, remote bool) *Stream {
+	w := InitialWindow
+	if c.fullWindows.Load() {
+		w = Window
+	}
 	return &Stream{
 		c:          c,
 		id:         id,
 		remote:     remote,
-		recvWindow: InitialWindow,
-		recvLimit:  InitialWindow,
-		sendWindow: InitialWindow,
+		recvWindow: w,
+		recvLimit:  w,
+		sendWindow: w,
 		readable:   make(chan struct{}, 1),
 		writable:   make(chan struct{}, 1),
 		done:       make(chan struct{}),
@@ -645,6 +651,12 @@ func (c *Conn) ExpectReply(d time.Duration) (end func()) {
 	pc.rd.Expect(d)
 	return pipeGate.End
 }
+
+// UseFullWindows makes the streams opened from now on, by either side,
+// start at Window both ways (and so never grow): what a peer older than
+// growing windows expects (a patina agent of protocol 1, whose streams all
+// had Window). Streams already open keep theirs.
+func (c *Conn) UseFullWindows() { c.fullWindows.Store(true) }
 
 // closedNow reports whether the connection is closed.
 func (c *Conn) closedNow() bool {

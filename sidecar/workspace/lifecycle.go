@@ -156,7 +156,7 @@ func (w *workspace) start(ctx context.Context) error {
 			return fmt.Errorf("recreate its container: %w", err)
 		}
 		w.mu.Lock()
-		w.meta.ContainerID = cid
+		w.meta.ContainerID, w.meta.AgentProtocol = cid, agent.ProtocolVersion
 		w.mu.Unlock()
 	case err != nil:
 		return err

@@ -247,8 +247,12 @@ type meta struct {
 	SecretEnv map[string]string `json:"secret_env,omitempty"`
 	Secrets   []secrets.Grant   `json:"secrets,omitempty"`
 	// ContainerID is the current container.
-	ContainerID string    `json:"container_id,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	ContainerID string `json:"container_id,omitempty"`
+	// AgentProtocol is the agent protocol of the patina that made the
+	// container (0: a release before this field, whose agent may speak
+	// agent.OldProtocol; agent.ClientConfig.OldAgent).
+	AgentProtocol int       `json:"agent_protocol,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 	// Stopped: a user stopped it (a dead container is then expected).
 	Stopped bool `json:"stopped,omitempty"`
 	// AgentToken authenticates the sidecar to the workspace's agent.

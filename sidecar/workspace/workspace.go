@@ -356,6 +356,7 @@ func (w *workspace) newAgentClient() *agent.Client {
 		Setup:       w.agentSetup,
 		OutputLimit: w.m.cfg.OutputLimit,
 		Budget:      w.m.cfg.Budget,
+		OldAgent:    w.meta.AgentProtocol < agent.ProtocolVersion,
 		Logger:      w.m.cfg.Logger,
 	})
 }

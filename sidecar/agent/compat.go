@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+)
+
+// An upgraded sidecar adopts workspaces whose containers an earlier
+// release made: their agent runs that release's binary (the container
+// mounts its agent volume) and speaks OldProtocol until the container is
+// made anew (a fork, or a move at start). Such a client (ClientConfig.
+// OldAgent) reads that protocol's exec results, whose output is inline in
+// the result line; everything else on the wire is the same. Each answer
+// is bounded by oldResultLimit and then held against the budget like any
+// other; a container this release made is never spoken to this way (a
+// hostile agent cannot choose the older, less bounded reading).
+
+// oldOutput is an Output as OldProtocol sends it: the bytes inline.
+type oldOutput struct {
+	Data      []byte `json:"data,omitempty"`
+	Tail      []byte `json:"tail,omitempty"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// oldExecResult is an ExecResult as OldProtocol sends it.
+type oldExecResult struct {
+	ExecResult
+	Stdout oldOutput `json:"stdout"`
+	Stderr oldOutput `json:"stderr"`
+}
+
+// current is r as ExecResult (the output's lengths) and its bytes.
+func (r *oldExecResult) current() (ExecResult, [4][]byte) {
+	out := func(o oldOutput) Output {
+		return Output{DataLen: len(o.Data), TailLen: len(o.Tail), Size: o.Size, Truncated: o.Truncated}
+	}
+	e := r.ExecResult
+	e.Stdout, e.Stderr = out(r.Stdout), out(r.Stderr)
+	return e, [4][]byte{r.Stdout.Data, r.Stdout.Tail, r.Stderr.Data, r.Stderr.Tail}
+}
+
+func (r *oldExecResult) validate(limit int) error {
+	e, _ := r.current()
+	return e.validate(limit)
+}
+
+// oldResultLimit is the longest OldProtocol exec result line: head and
+// tail of two streams, base64, and room for the rest.
+func (c *Client) oldResultLimit() int { return 4*c.cfg.OutputLimit*4/3 + 256<<10 }
+
+// speaksOld reports whether the workspace's agent speaks OldProtocol
+// (connecting first if need be).
+func (c *Client) speaksOld(ctx context.Context) bool {
+	if !c.cfg.OldAgent {
+		return false
+	}
+	_, h, err := c.connection(ctx)
+	return err == nil && h.Protocol == OldProtocol
+}
+
+// oldResultCall is resultCall for an OldProtocol agent.
+func (c *Client) oldResultCall(ctx context.Context, method string, args any, o callOpts) (Result, error) {
+	var out oldExecResult
+	o.headLimit = c.oldResultLimit()
+	if _, err := c.call(ctx, method, args, &out, o); err != nil {
+		return Result{}, err
+	}
+	e, parts := out.current()
+	if o.noOutput {
+		return Result{ExecResult: e.Session([4][]byte{})}, nil
+	}
+	release, err := c.takeAnswer(ctx, e.bodyLen())
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{ExecResult: e.Session(parts), release: release}, nil
+}
+
+// oldRefusal is the error for what an OldProtocol agent cannot do.
+func oldRefusal(what string) error {
+	return fmt.Errorf("%w: this workspace's container was made by an earlier patina, whose agent cannot %s; fork the workspace (the fork runs this patina's agent) and use the fork", ErrConflict, what)
+}

@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/patina-dev/patina/sidecar/budget"
+	"github.com/patina-dev/patina/sidecar/mux"
+)
+
+// oldExecReply answers every call as an agent of OldProtocol answers an
+// exec: the output inline in the result line (here 300,000 bytes of
+// stdout, 400 KB of base64: more than one full window, so the answer
+// crosses only if both sides use OldProtocol's windows).
+func oldExecReply(stdout []byte) func(st *mux.Stream) {
+	return func(st *mux.Stream) {
+		line, _ := json.Marshal(map[string]any{"r": map[string]any{
+			"command_id": "7", "exit_code": 3, "cwd": "/workspace",
+			"stdout": map[string]any{"data": stdout, "size": len(stdout)},
+			"stderr": map[string]any{"data": []byte("warn\n"), "size": 5},
+		}})
+		_, _ = st.WriteFinal(append(line, '\n'))
+	}
+}
+
+// A workspace whose container an earlier release made answers in
+// OldProtocol: its exec results are read, their bytes held against the
+// budget until Release.
+func TestOldAgentSpokenTo(t *testing.T) {
+	out := bytes.Repeat([]byte("0123456789"), 30000)
+	b := budget.New(4 << 20)
+	c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
+		cfg.OldAgent, cfg.Budget = true, b
+	})
+	res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || res.CommandID != "7" || !bytes.Equal(res.Stdout.Data, out) || string(res.Stderr.Data) != "warn\n" {
+		t.Fatalf("exp the old agent's result, got exit %d id %q, %d bytes of stdout, stderr %q", res.ExitCode, res.CommandID, len(res.Stdout.Data), res.Stderr.Data)
+	}
+	if exp, got := int64(len(out)+5), b.Used(); exp != got {
+		t.Fatalf("held: exp %d, got %d", exp, got)
+	}
+	res.Release()
+	if got := b.Used(); got != 0 {
+		t.Fatalf("exp nothing held after Release, got %d", got)
+	}
+	// What its agent cannot do is refused, saying what to do instead.
+	if _, err := c.Restart(context.Background(), "default"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("restart on an old agent: exp a conflict, got %v", err)
+	}
+}
+
+// An agent in a container this release made that says it speaks
+// OldProtocol (a hostile one, choosing the less bounded reading) is
+// refused, and so are inline results from an agent of this protocol.
+func TestOldProtocolRefusedFromNewContainer(t *testing.T) {
+	out := []byte("hello\n")
+	c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: OldProtocol, fullWindows: true})
+	if _, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("exp the old protocol refused, got %v", err)
+	}
+	c = fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: ProtocolVersion})
+	res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
+	if err == nil && len(res.Stdout.Data) != 0 {
+		t.Fatalf("exp inline output ignored from a protocol %d agent, got %q", ProtocolVersion, res.Stdout.Data)
+	}
+}
