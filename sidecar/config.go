@@ -94,6 +94,10 @@ type Config struct {
 	// overlay networks unencrypted.
 	NodeBinary       string
 	SwarmUnencrypted bool
+	// NodeSocket is where each swarm node's Docker socket is (default
+	// /var/run/docker.sock): a deleted workspace's volumes are removed
+	// there.
+	NodeSocket string
 	// DefaultDiskMB is the disk of a workspace whose request names none
 	// (default disk.DefaultMB); DiskPoolMB is the size of the pool of disks
 	// (DiskDir) when it is made (default: 80% of the free space).

@@ -76,7 +76,8 @@ func status(err error) (int, string) {
 		return http.StatusServiceUnavailable, client.CodeAdopting
 	case errors.Is(err, agent.ErrUnavailable), errors.Is(err, session.ErrLocked):
 		return http.StatusServiceUnavailable, client.CodeAgentUnavailable
-	case errors.Is(err, errUnavailable), errors.Is(err, image.ErrMissing), errors.Is(err, container.ErrNodeDown), errors.Is(err, container.ErrAgentBinary):
+	case errors.Is(err, errUnavailable), errors.Is(err, image.ErrMissing), errors.Is(err, container.ErrNodeDown), errors.Is(err, container.ErrAgentBinary),
+		errors.Is(err, container.ErrNotPlaced):
 		return http.StatusServiceUnavailable, client.CodeUnavailable
 	}
 	return http.StatusInternalServerError, client.CodeInternal

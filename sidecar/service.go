@@ -342,6 +342,7 @@ func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error)
 			StateDir:    stateDir,
 			Binary:      cfg.AgentBinary,
 			NodeBinary:  cfg.NodeBinary,
+			NodeSocket:  cfg.NodeSocket,
 			Unencrypted: cfg.SwarmUnencrypted,
 			Logger:      logger,
 		})

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"compress/gzip"
 	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
@@ -23,6 +24,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/patina-dev/patina/internal/daggerws"
@@ -180,12 +182,35 @@ func TestSwarm(t *testing.T) {
 	// each, as --node-binary wants. Encrypted overlays need IPsec ESP in the
 	// kernel; without it (as on this CI's VM: no esp4 module) nothing
 	// passes, so they are left unencrypted here.
-	args := []string{"--engine", "swarm", "--node-binary", Binary(t)}
+	// The worker's Docker socket is not at the default path here (both
+	// engines share this host's files).
+	args := []string{"--engine", "swarm", "--node-binary", Binary(t), "--swarm-node-socket", e.Socket}
 	if _, err := os.Stat("/sys/module/esp4"); err != nil {
 		t.Log("this kernel has no esp4 (IPsec ESP): the workspaces' overlay networks are unencrypted in this test")
 		args = append(args, "--swarm-unencrypted")
 	}
 	onWorker := []string{"node.role==worker"}
+	workerVolumes := func() int {
+		vs, err := e.Client(t).VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.patina.managed=1"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(vs.Volumes)
+	}
+
+	t.Run("encrypted overlays on a kernel without ESP: serve refuses, saying what to do", func(t *testing.T) {
+		if !kernelLacksESP() {
+			t.Skip("this kernel has IPsec ESP, or its configuration cannot be read: the refusal cannot be seen here")
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, Binary(t), "serve", "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--token", "esp", "--engine", "swarm", "--node-binary", Binary(t))
+		out, err := cmd.CombinedOutput()
+		if err == nil || cctx.Err() != nil || !strings.Contains(string(out), "modprobe esp4") || !strings.Contains(string(out), "--swarm-unencrypted") {
+			t.Fatalf("exp serve to refuse at once, naming modprobe esp4 and --swarm-unencrypted, got %v:\n%s", err, lastLines(string(out), 10))
+		}
+		t.Logf("refused: %s", lastLines(string(out), 2))
+	})
 
 	// Before any node can run workspaces: the sidecar's agent image is on
 	// the manager only (the sidecar makes it there), and a sidecar whose
@@ -474,7 +499,8 @@ func TestSwarm(t *testing.T) {
 	})
 
 	t.Run("bench --engine swarm", func(t *testing.T) {
-		bargs := []string{"bench", "--engine", "swarm", "--node-binary", Binary(t), "--samples", "200", "--create-samples", "2", "--json"}
+		volumesBefore := workerVolumes()
+		bargs := []string{"bench", "--engine", "swarm", "--node-binary", Binary(t), "--swarm-node-socket", e.Socket, "--samples", "200", "--create-samples", "2", "--json"}
 		if slices.Contains(args, "--swarm-unencrypted") {
 			bargs = append(bargs, "--swarm-unencrypted")
 		}
@@ -494,6 +520,9 @@ func TestSwarm(t *testing.T) {
 		}
 		if !strings.Contains(rep.Far, sw.Worker[:12]) {
 			t.Fatalf("exp the far node to be the worker %s, got %s", sw.Worker, rep.Far)
+		}
+		if n := workerVolumes(); n != volumesBefore {
+			t.Fatalf("bench left volumes on the worker: %d there before it, %d after", volumesBefore, n)
 		}
 		t.Logf("bench --engine swarm: exec p50 near %.3f ms, far %.3f ms: %.2fx (target <= %gx); create -> first exec p50 near %.0f ms, far %.0f ms",
 			rep.NearExec.P50MS, rep.FarExec.P50MS, rep.Ratio, bench.TargetSwarmExecRatio, rep.NearCreate.P50MS, rep.FarCreate.P50MS)
@@ -580,14 +609,56 @@ func TestSwarm(t *testing.T) {
 				t.Fatalf("placement %q: exp 400, got %v", bad, err)
 			}
 		}
-		// A constraint no node meets: a clear error, nothing left behind.
-		_, err = h.Client.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: "nowhere", Placement: []string{"node.labels.gpu==1"}})
-		if err == nil || !strings.Contains(err.Error(), "did not start") {
-			t.Fatalf("exp a clear error for a constraint no node meets, got %v", err)
+	})
+
+	// A create the swarm cannot run fails within seconds, 503 naming the
+	// cause, and leaves no service, secret, network or record behind.
+	t.Run("unplaceable creates fail at once and leave nothing", func(t *testing.T) {
+		owned := func() (n int) {
+			f := filters.NewArgs(filters.Arg("label", "dev.patina.state-dir="+h.StateDir))
+			svcs, _ := dc.ServiceList(ctx, swarm.ServiceListOptions{Filters: f})
+			secs, _ := dc.SecretList(ctx, swarm.SecretListOptions{Filters: f})
+			nets, _ := dc.NetworkList(ctx, network.ListOptions{Filters: f})
+			return len(svcs) + len(secs) + len(nets)
+		}
+		before, volumesBefore := owned(), workerVolumes()
+		// The workspace's image on the manager only: the worker rejects
+		// the task ("No such image"), and Swarm would retry it forever.
+		build := exec.Command("docker", "build", "-q", "-t", "patina/only-on-manager:e2e", "-")
+		build.Stdin = strings.NewReader("FROM patina/base:bookworm\nLABEL dev.patina.test=only-on-manager-" + fmt.Sprint(time.Now().UnixNano()) + "\n")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("docker build: %v\n%s", err, out)
+		}
+		t.Cleanup(func() {
+			_, _ = dc.ImageRemove(context.Background(), "patina/only-on-manager:e2e", image.RemoveOptions{})
+		})
+		for _, c := range []struct {
+			req  pclient.CreateWorkspaceRequest
+			says string
+		}{
+			{pclient.CreateWorkspaceRequest{Name: "nowhere", Placement: []string{"node.labels.gpu==1"}}, "no node can take it"},
+			{pclient.CreateWorkspaceRequest{Name: "noimage", Image: "patina/only-on-manager:e2e", Placement: onWorker}, "does not have the workspace's image"},
+		} {
+			start := time.Now()
+			_, err := h.Client.CreateWorkspace(ctx, c.req)
+			took := time.Since(start)
+			if !IsCode(err, pclient.CodeUnavailable) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("%s: exp 503 saying %q, got %v", c.req.Name, c.says, err)
+			}
+			t.Logf("%s: refused in %s: %v", c.req.Name, took.Round(time.Millisecond), err)
+			if took > 30*time.Second {
+				t.Fatalf("%s: refused only after %s", c.req.Name, took)
+			}
+			if _, err := h.Client.GetWorkspace(ctx, c.req.Name); !IsCode(err, pclient.CodeNotFound) {
+				t.Fatalf("%s: exp no workspace left, got %v", c.req.Name, err)
+			}
+			WaitFor(t, "nothing of "+c.req.Name+" to be left on the swarm", 15*time.Second, func() bool {
+				return owned() == before && workerVolumes() == volumesBefore
+			})
 		}
 	})
 
-	t.Run("delete leaves nothing on the manager", func(t *testing.T) {
+	t.Run("delete leaves nothing on the manager or the worker", func(t *testing.T) {
 		ws, err := h.Client.GetWorkspace(ctx, "far")
 		if err != nil {
 			t.Fatal(err)
@@ -607,7 +678,31 @@ func TestSwarm(t *testing.T) {
 		WaitFor(t, "the workspace's network to go", 15*time.Second, func() bool {
 			return !networkExists(ctx, dc, "patina-ws-"+ws.ID)
 		})
+		// Its volumes on the worker go too (a one-shot task there).
+		vs, err := e.Client(t).VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.patina.workspace="+ws.ID))})
+		if err != nil || len(vs.Volumes) != 0 {
+			t.Fatalf("exp the workspace's volumes gone from the worker, got %d (%v)", len(vs.Volumes), err)
+		}
 	})
+}
+
+// kernelLacksESP reports whether this kernel's configuration says it has
+// no IPsec ESP (and no esp4 module is loaded).
+func kernelLacksESP() bool {
+	if _, err := os.Stat("/sys/module/esp4"); err == nil {
+		return false
+	}
+	f, err := os.Open("/proc/config.gz")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, 16<<20))
+	return err == nil && strings.Contains(string(b), "\n# CONFIG_INET_ESP is not set\n")
 }
 
 // bigRepo is a repository of about size bytes of incompressible files (1

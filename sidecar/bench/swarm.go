@@ -30,6 +30,9 @@ type SwarmOptions struct {
 	// the sidecar's own default).
 	Binary     string
 	NodeBinary string
+	// NodeSocket is where every node's Docker socket is (serve's
+	// --swarm-node-socket; default: serve's default).
+	NodeSocket string
 	// Image is the workspaces' image (default image.DefaultTag); it must be
 	// on every node.
 	Image string
@@ -151,6 +154,9 @@ func RunSwarm(ctx context.Context, api SwarmAPI, opts SwarmOptions) (rep SwarmRe
 	args := []string{"--engine", "swarm"}
 	if opts.NodeBinary != "" {
 		args = append(args, "--node-binary", opts.NodeBinary)
+	}
+	if opts.NodeSocket != "" {
+		args = append(args, "--swarm-node-socket", opts.NodeSocket)
 	}
 	if opts.Unencrypted {
 		args = append(args, "--swarm-unencrypted")

@@ -154,6 +154,19 @@ func ContainerName(workspaceID string) string { return "patina-" + workspaceID }
 // VolumeName is a workspace's volume for a role ("state", "files").
 func VolumeName(workspaceID, role string) string { return "patina-" + workspaceID + "-" + role }
 
+// validID checks a workspace id given to the engine on its own (a UUID, or
+// 16 hex digits: letters, digits and '-', at most 64).
+func validID(id string) error {
+	ok := id != "" && len(id) <= 64
+	for _, c := range id {
+		ok = ok && (c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	}
+	if !ok {
+		return fmt.Errorf("not a workspace id: %q", id)
+	}
+	return nil
+}
+
 // Config configures a Docker engine.
 type Config struct {
 	// StateDir labels what this sidecar owns.
@@ -627,17 +640,33 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 // RemoveVolumes removes a workspace's volumes (its sessions and, for a
 // scratch workspace, its files). Missing ones are not an error.
 func (d *Docker) RemoveVolumes(ctx context.Context, workspaceID string) error {
+	return RemoveVolumes(ctx, d.api, workspaceID)
+}
+
+// VolumeAPI is what RemoveVolumes needs of an engine.
+type VolumeAPI interface {
+	VolumeInspect(ctx context.Context, volumeID string) (volume.Volume, error)
+	VolumeRemove(ctx context.Context, volumeID string, force bool) error
+}
+
+// RemoveVolumes removes a workspace's volumes on the engine api reaches
+// (those that carry its label: a volume of that name that is not patina's
+// is left). A missing volume is not an error.
+func RemoveVolumes(ctx context.Context, api VolumeAPI, workspaceID string) error {
+	if err := validID(workspaceID); err != nil {
+		return err
+	}
 	var errs []error
 	for _, role := range []string{"state", "files"} {
 		name := VolumeName(workspaceID, role)
-		v, err := d.api.VolumeInspect(ctx, name)
+		v, err := api.VolumeInspect(ctx, name)
 		if errdefs.IsNotFound(err) {
 			continue
 		}
 		if err == nil && v.Labels[LabelWorkspace] != workspaceID {
 			continue // not ours
 		}
-		if err := d.api.VolumeRemove(ctx, name, true); err != nil && !errdefs.IsNotFound(err) {
+		if err := api.VolumeRemove(ctx, name, true); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove volume %s: %w", name, err))
 		}
 	}

@@ -48,6 +48,12 @@ var ErrUnsupported = errors.New("not supported by this engine")
 // is down, drained or paused; it can run again when the node is back.
 var ErrNodeDown = errors.New("the workspace's node is unavailable")
 
+// ErrNotPlaced: the swarm could not run a new workspace (no node meets its
+// constraints or has the resources, or the node its task went to rejected
+// it: the image or the node's binary missing there, its network failing).
+// Nothing of the workspace is left behind.
+var ErrNotPlaced = errors.New("the swarm could not run the workspace")
+
 // Where a Swarm workspace's agent listens (on its own overlay network) and
 // finds its token.
 const (
@@ -70,6 +76,11 @@ type SwarmConfig struct {
 	// (default /usr/local/lib/patina/patina): mounted read-only into each
 	// workspace, whose agent runs from it.
 	NodeBinary string
+	// NodeSocket is where every node's Docker socket is (default
+	// /var/run/docker.sock): a deleted workspace's volumes are removed on
+	// its node by a one-shot task of patina's own that mounts it
+	// (swarm_volumes.go).
+	NodeSocket string
 	// Unencrypted leaves the workspaces' overlay networks unencrypted
 	// (they are encrypted, IPsec between nodes, unless this is set).
 	Unencrypted bool
@@ -105,6 +116,9 @@ func NewSwarm(api SwarmAPI, cfg SwarmConfig) (*Swarm, error) {
 	}
 	if cfg.NodeBinary == "" {
 		cfg.NodeBinary = defaultNodeBin
+	}
+	if cfg.NodeSocket == "" {
+		cfg.NodeSocket = defaultNodeSocket
 	}
 	local, err := New(api, Config{StateDir: cfg.StateDir, Binary: cfg.Binary, Transport: "netns", Logger: cfg.Logger})
 	if err != nil {

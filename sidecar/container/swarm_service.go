@@ -41,6 +41,27 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	if !s.anyVerified() {
 		return "", errNoVerifiedNode(unverified)
 	}
+	id, err := s.create(ctx, spec, img.ID)
+	if err != nil {
+		// Nothing of a workspace that did not start is left: its service,
+		// secret and network, and its volumes on the nodes its tasks went to.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if cerr := s.removeFailed(cleanup, spec.WorkspaceID, id); cerr != nil {
+			s.log.Warn("remove what a workspace that did not start left", "workspace_id", spec.WorkspaceID, "err", cerr)
+		}
+		if len(unverified) > 0 && errors.Is(err, ErrNotPlaced) {
+			// Perhaps the nodes its placement allows are those.
+			err = fmt.Errorf("%w; %w: workspaces run only on nodes where patina checked it, and these are not: %s", err, ErrAgentBinary, whyNot(unverified))
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+// create is Create's work once the image and the nodes are known: the
+// service ("" if none was made) and why it did not run.
+func (s *Swarm) create(ctx context.Context, spec Spec, imageID string) (string, error) {
 	netID, err := s.ensureNetwork(ctx, spec.WorkspaceID, spec.Network == "none")
 	if err != nil {
 		return "", err
@@ -74,7 +95,7 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 		Annotations: swarm.Annotations{Name: ContainerName(spec.WorkspaceID), Labels: svcLabels},
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: &swarm.ContainerSpec{
-				Image:    img.ID,
+				Image:    imageID,
 				Labels:   svcLabels,
 				Command:  append([]string{AgentPath, "agent", "pause", "--"}, serve...),
 				Args:     []string{},
@@ -114,18 +135,12 @@ func (s *Swarm) Create(ctx context.Context, spec Spec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create the service of workspace %s: %w", spec.WorkspaceID, err)
 	}
-	t, err := s.waitRunning(ctx, resp.ID)
+	t, err := s.waitRunning(ctx, resp.ID, true)
 	if err != nil {
-		_ = s.api.ServiceRemove(context.WithoutCancel(ctx), resp.ID)
-		if len(unverified) > 0 {
-			// Perhaps the nodes its placement allows are those.
-			err = fmt.Errorf("%w; %w: workspaces run only on nodes where patina checked it, and these are not: %s", err, ErrAgentBinary, whyNot(unverified))
-		}
-		return "", err
+		return resp.ID, err
 	}
 	if err := s.pin(ctx, resp.ID, t.NodeID); err != nil {
-		_ = s.api.ServiceRemove(context.WithoutCancel(ctx), resp.ID)
-		return "", err
+		return resp.ID, err
 	}
 	s.log.Info("workspace placed", "workspace_id", spec.WorkspaceID, "service", short(resp.ID), "node", short(t.NodeID))
 	return resp.ID, nil
@@ -152,28 +167,48 @@ func (s *Swarm) tasks(ctx context.Context, serviceID string) ([]swarm.Task, erro
 const unplaceable = 3 * time.Second
 
 // waitRunning waits until the service has a running task, and returns it.
-// A task that cannot be placed or fails says why.
-func (s *Swarm) waitRunning(ctx context.Context, serviceID string) (swarm.Task, error) {
+// A task that cannot be placed (pending with a reason for unplaceable)
+// ends the wait with ErrNotPlaced and the swarm's reason; with failFast (a
+// new service: every task it has is this wait's), so does one that a node
+// rejected or that failed before it ran, at once: Swarm would only try
+// again, the same way, until the deadline.
+func (s *Swarm) waitRunning(ctx context.Context, serviceID string, failFast bool) (swarm.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var last string
 	var pendingSince time.Time
 	for {
-		ts, err := s.tasks(ctx, serviceID)
+		// Every task, not only those meant to run: a rejected one is shut
+		// down at once and replaced by another that will fail alike.
+		ts, err := s.api.TaskList(ctx, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", serviceID))})
 		if err != nil {
 			return swarm.Task{}, fmt.Errorf("list the tasks of service %s: %w", short(serviceID), err)
 		}
 		for _, t := range ts {
-			if t.Status.State == swarm.TaskStateRunning {
-				return t, nil
+			if !failFast && t.DesiredState != swarm.TaskStateRunning {
+				continue
 			}
-			last = taskWhy(t)
-			if t.Status.State == swarm.TaskStatePending && t.Status.Err != "" {
+			switch t.Status.State {
+			case swarm.TaskStateRunning:
+				if t.DesiredState == swarm.TaskStateRunning {
+					return t, nil
+				}
+			case swarm.TaskStateRejected, swarm.TaskStateFailed:
+				if failFast {
+					return swarm.Task{}, fmt.Errorf("%w: %s", ErrNotPlaced, s.taskFailure(ctx, t))
+				}
+			case swarm.TaskStatePending:
+				if t.Status.Err == "" {
+					break
+				}
 				if pendingSince.IsZero() {
 					pendingSince = time.Now()
 				} else if time.Since(pendingSince) > unplaceable {
-					return swarm.Task{}, fmt.Errorf("the workspace's task did not start: no node can take it: %s", t.Status.Err)
+					return swarm.Task{}, fmt.Errorf("%w: no node can take it: %s", ErrNotPlaced, t.Status.Err)
 				}
+			}
+			if t.DesiredState == swarm.TaskStateRunning {
+				last = taskWhy(t)
 			}
 		}
 		select {
@@ -181,10 +216,30 @@ func (s *Swarm) waitRunning(ctx context.Context, serviceID string) (swarm.Task, 
 			if last == "" {
 				last = "no task was scheduled"
 			}
-			return swarm.Task{}, fmt.Errorf("the workspace's task did not start: %s (%w)", last, ctx.Err())
+			return swarm.Task{}, fmt.Errorf("%w: its task did not start in time: %s", ErrNotPlaced, last)
 		case <-time.After(swarmWaitPeriod):
 		}
 	}
+}
+
+// taskFailure says, in the operator's terms, why a task was rejected or
+// failed on its node.
+func (s *Swarm) taskFailure(ctx context.Context, t swarm.Task) string {
+	node := short(t.NodeID)
+	if n, _, err := s.api.NodeInspectWithRaw(ctx, t.NodeID); err == nil {
+		node = nodeName(n)
+	}
+	msg := taskWhy(t)
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(lower, "no such image"):
+		return fmt.Sprintf("node %s does not have the workspace's image (%s): load it there (docker save IMAGE | docker load on that node), or place the workspace on a node that has it", node, msg)
+	case strings.Contains(msg, "bind source path does not exist"):
+		return fmt.Sprintf("node %s has no patina binary at %s (--node-binary): install the sidecar's binary there (%s)", node, s.cfg.NodeBinary, msg)
+	case strings.Contains(lower, "function not implemented") || strings.Contains(lower, "adding rsa"):
+		return fmt.Sprintf("node %s could not join the workspace's encrypted overlay network (%s): its kernel lacks IPsec ESP (modprobe esp4 on every node), or serve with --swarm-unencrypted", node, msg)
+	}
+	return fmt.Sprintf("node %s: %s", node, msg)
 }
 
 // taskWhy says what a task is doing, and why it is not running.
@@ -280,7 +335,7 @@ func (s *Swarm) Start(ctx context.Context, id string) error {
 	defer cancel()
 	for nudges := 0; ; nudges++ {
 		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-		_, err := s.waitRunning(wctx, id)
+		_, err := s.waitRunning(wctx, id, false)
 		wcancel()
 		if err == nil || ctx.Err() != nil || nudges >= 5 {
 			return err
@@ -384,9 +439,30 @@ func (s *Swarm) Remove(ctx context.Context, id string) error {
 	if wsID == "" {
 		return nil
 	}
+	return s.removeObjects(ctx, wsID, id)
+}
+
+// removeFailed removes what a workspace that did not start left: its
+// service (serviceID, if one was made), secret and network, and its
+// volumes on this node.
+func (s *Swarm) removeFailed(ctx context.Context, workspaceID, serviceID string) error {
+	var errs []error
+	if serviceID != "" {
+		if err := s.api.ServiceRemove(ctx, serviceID); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove service %s: %w", short(serviceID), err))
+		}
+	}
+	errs = append(errs, s.removeObjects(ctx, workspaceID, serviceID))
+	errs = append(errs, s.RemoveVolumes(ctx, workspaceID))
+	return errors.Join(errs...)
+}
+
+// removeObjects removes a workspace's secrets and network once the tasks
+// of its service (serviceID, if any) are gone.
+func (s *Swarm) removeObjects(ctx context.Context, wsID, id string) error {
 	// Its secret and network stay in use until its tasks are gone.
 	gone, cancel := context.WithTimeout(ctx, 30*time.Second)
-	for gone.Err() == nil {
+	for gone.Err() == nil && id != "" {
 		ts, err := s.api.TaskList(gone, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", id))})
 		if err != nil || len(ts) == 0 {
 			break
@@ -434,9 +510,9 @@ func retryInUse(ctx context.Context, remove func() error) error {
 }
 
 // RemoveVolumes removes the workspace's volumes on this node (its task's
-// container may take a moment to go). It cannot reach a volume on another
-// node: the manager's API does not manage nodes' volumes, so those stay
-// (docs/scale-out.md says how to prune them there).
+// container may take a moment to go) and, by a one-shot task on each
+// other node, there (removeNodeVolumes).
 func (s *Swarm) RemoveVolumes(ctx context.Context, workspaceID string) error {
-	return retryInUse(ctx, func() error { return s.local.RemoveVolumes(ctx, workspaceID) })
+	local := retryInUse(ctx, func() error { return s.local.RemoveVolumes(ctx, workspaceID) })
+	return errors.Join(local, s.removeNodeVolumes(ctx, workspaceID))
 }

@@ -22,7 +22,7 @@ sessions, files and git repository and serves them to the sidecar on an abstract
 unix socket in the container's network namespace. You do not run these commands
 yourself.`,
 	})
-	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentTestClientCmd(a), newAgentCopyCmd(a), newAgentCheckBinaryCmd(a))
+	cmd.AddCommand(newAgentServeCmd(a), newAgentRelayCmd(a), newAgentPauseCmd(a), newAgentTestServerCmd(a), newAgentTestClientCmd(a), newAgentCopyCmd(a), newAgentCheckBinaryCmd(a), newAgentRemoveVolumesCmd(a))
 	return cmd
 }
 

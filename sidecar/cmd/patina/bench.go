@@ -21,6 +21,7 @@ type benchOptions struct {
 	// engine is --engine; nodeBinary and unencrypted its swarm options.
 	engine      string
 	nodeBinary  string
+	nodeSocket  string
 	unencrypted bool
 	// runscHost is --runsc-host: compare runc with runsc (gVisor) there.
 	runscHost string
@@ -142,6 +143,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
 	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
 	f.StringVar(&o.runscHost, "runsc-host", "", "compare the runtimes instead: a Docker engine (DOCKER_HOST form, unix:///run/gvisor-docker.sock) that has runsc registered; --samples and --create-samples apply (defaults there 300 and 3)")
+	f.StringVar(&o.nodeSocket, "swarm-node-socket", "", "--engine swarm: where every node's Docker socket is (default: serve's default), to remove the benchmark's volumes there")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: leave the workspaces' overlay networks unencrypted (as serve's flag)")
 	return cmd
 }
@@ -181,7 +183,7 @@ func (o *benchOptions) runSwarm(cmd *cobra.Command, a *app, bin string) error {
 	}
 	defer api.Close()
 	rep, err := bench.RunSwarm(cmd.Context(), api, bench.SwarmOptions{
-		Binary: bin, NodeBinary: o.nodeBinary, Image: o.opts.Image, Samples: samples, CreateSamples: creates,
+		Binary: bin, NodeBinary: o.nodeBinary, NodeSocket: o.nodeSocket, Image: o.opts.Image, Samples: samples, CreateSamples: creates,
 		Unencrypted: o.unencrypted, Progress: a.stderr,
 	})
 	if err != nil {

@@ -80,6 +80,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		IdleStop:          s.IdleStop,
 		Engine:            s.Engine,
 		NodeBinary:        s.NodeBinary,
+		NodeSocket:        s.NodeSocket,
 		SwarmUnencrypted:  s.Unencrypted,
 		DefaultDiskMB:     s.DiskMB,
 		DiskPoolMB:        s.DiskPoolMB,

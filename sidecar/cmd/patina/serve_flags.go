@@ -21,6 +21,7 @@ type serveOptions struct {
 	addr, stateDir, token, image string
 	transport, runtime           string
 	engine, nodeBinary           string
+	nodeSocket                   string
 	unencrypted                  bool
 	dns                          string
 	logLevel, logFormat          string
@@ -39,6 +40,7 @@ type serveSettings struct {
 	Addr, StateDir, Token, Image string
 	Transport, Runtime           string
 	Engine, NodeBinary           string
+	NodeSocket                   string
 	Unencrypted                  bool
 	DNS                          string
 	Logger                       *slog.Logger
@@ -106,6 +108,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.runtime, "runtime", "runc", "the OCI runtime workspaces run on: runc (Docker's default: the host's kernel, behind namespaces, cgroups, dropped capabilities and seccomp) or runsc (gVisor: a user-space kernel between the workspace and the host's; slower execs and starts, more memory; it must be registered with the Docker engine, and the agent is then reached by --agent-transport exec; see README)")
 	f.StringVar(&o.engine, "engine", "docker", "where workspaces run: docker (containers on the Docker engine of DOCKER_HOST) or swarm (a service per workspace on the Docker Swarm cluster this host manages; see docs/scale-out.md)")
 	f.StringVar(&o.nodeBinary, "node-binary", "/usr/local/lib/patina/patina", "--engine swarm: where every node has this same patina binary (static), mounted read-only into its workspaces")
+	f.StringVar(&o.nodeSocket, "swarm-node-socket", "/var/run/docker.sock", "--engine swarm: where every node's Docker socket is: a deleted workspace's volumes are removed on its node by a one-shot task of patina's agent image that mounts it")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: do not encrypt the workspaces' overlay networks (IPsec between nodes; needs the kernel's xfrm and ESP between nodes: without this flag serve checks this kernel's at start and refuses to run without them)")
 	f.StringVar(&o.dns, "dns", "", "the DNS server (host:port) that workspaces' DNS queries and the egress proxy's lookups go to, filtered by each workspace's network policy (default: the first nameserver of /etc/resolv.conf)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -206,6 +209,9 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.engine == "swarm" && (o.nodeBinary == "" || !strings.HasPrefix(o.nodeBinary, "/")) {
 		return s, usagef("--node-binary must be an absolute path, not %q", o.nodeBinary)
 	}
+	if o.engine == "swarm" && o.nodeSocket != "" && !strings.HasPrefix(o.nodeSocket, "/") {
+		return s, usagef("--swarm-node-socket must be an absolute path, not %q", o.nodeSocket)
+	}
 	if o.dns != "" {
 		if _, _, err := net.SplitHostPort(o.dns); err != nil {
 			return s, usagef("--dns %q: want host:port (%v)", o.dns, err)
@@ -248,6 +254,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		Runtime:         o.runtime,
 		Engine:          o.engine,
 		NodeBinary:      o.nodeBinary,
+		NodeSocket:      o.nodeSocket,
 		Unencrypted:     o.unencrypted,
 		DNS:             o.dns,
 		Logger:          slog.New(h),

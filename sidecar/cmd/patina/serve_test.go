@@ -73,17 +73,17 @@ func TestLoopback(t *testing.T) {
 func TestServeSettingsEngine(t *testing.T) {
 	a := &app{getenv: func(string) string { return "" }, stderr: &bytes.Buffer{}, stateDir: t.TempDir()}
 	o := serveOptions{image: "img", logLevel: "info", logFormat: "text", shutdownTimeout: time.Second, stateDir: t.TempDir(),
-		idleStop: time.Minute, engine: "swarm", nodeBinary: "/opt/patina", unencrypted: true}
+		idleStop: time.Minute, engine: "swarm", nodeBinary: "/opt/patina", nodeSocket: "/run/node.sock", unencrypted: true}
 	s, err := a.serveSettings(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.IdleStop != time.Minute || s.Engine != "swarm" || s.NodeBinary != "/opt/patina" || !s.Unencrypted {
+	if s.IdleStop != time.Minute || s.Engine != "swarm" || s.NodeBinary != "/opt/patina" || s.NodeSocket != "/run/node.sock" || !s.Unencrypted {
 		t.Fatalf("settings lost flags: %+v", s)
 	}
-	for _, bad := range []serveOptions{{engine: "k8s"}, {engine: "swarm", nodeBinary: "rel/patina"}} {
+	for _, bad := range []serveOptions{{engine: "k8s"}, {engine: "swarm", nodeBinary: "rel/patina"}, {engine: "swarm", nodeBinary: "/opt/patina", nodeSocket: "run/node.sock"}} {
 		b := o
-		b.engine, b.nodeBinary = bad.engine, bad.nodeBinary
+		b.engine, b.nodeBinary, b.nodeSocket = bad.engine, bad.nodeBinary, bad.nodeSocket
 		if _, err := a.serveSettings(b); err == nil {
 			t.Errorf("exp %+v refused", bad)
 		}
