@@ -325,6 +325,9 @@ type callOpts struct {
 	duplex    bool         // leave the write half open (a tunnel)
 	long      bool         // no CallTimeout: the caller's ctx bounds it
 	noOutput  bool         // an exec result's output is skipped
+	// bigLine is called once the answer's line passes smallLine bytes,
+	// before more of it is read (compat.go).
+	bigLine func() error
 	// ack bounds the wait for the first line of the answer (a long call
 	// whose agent acknowledges it at once, like exec).
 	ack time.Duration
@@ -453,7 +456,7 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 	}
 	br := bufio.NewReaderSize(st, 4096)
 	for {
-		line, err := readLine(br, limit)
+		line, err := readLine(br, limit, o.bigLine)
 		if err != nil {
 			if o.ack > 0 && !acked.Load() && ctx.Err() == nil {
 				err = fmt.Errorf("%w: the agent did not acknowledge %s within %s (%v)", ErrUnavailable, method, o.ack, err)
@@ -500,13 +503,21 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 	}
 }
 
-// readLine reads one line of at most limit bytes.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+// readLine reads one line of at most limit bytes. bigLine, if not nil, is
+// called once the line passes smallLine bytes, before more is read (an
+// error ends the read).
+func readLine(br *bufio.Reader, limit int, bigLine func() error) ([]byte, error) {
 	var buf bytes.Buffer
 	for {
 		frag, err := br.ReadSlice('\n')
 		if buf.Len()+len(frag) > limit {
 			return nil, fmt.Errorf("%w: an answer longer than %d bytes", ErrUnavailable, limit)
+		}
+		if bigLine != nil && buf.Len()+len(frag) > smallLine {
+			if err := bigLine(); err != nil {
+				return nil, err
+			}
+			bigLine = nil
 		}
 		buf.Write(frag)
 		switch {

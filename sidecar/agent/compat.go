@@ -59,20 +59,53 @@ func (c *Client) speaksOld(ctx context.Context) bool {
 	return err == nil && h.Protocol == OldProtocol
 }
 
-// oldResultCall is resultCall for an OldProtocol agent.
+// oldLineHold is what a long OldProtocol result line holds: its limit, or
+// the client's whole share if that is less (the share could never give
+// more).
+func (c *Client) oldLineHold() int64 {
+	return min(int64(c.oldResultLimit()), c.share().Size())
+}
+
+// smallLine is how much of an answer's line is read before it must be
+// taken from the budget (an OldProtocol result's: every other line is at
+// most this long anyway).
+const smallLine = 256 << 10
+
+// oldResultCall is resultCall for an OldProtocol agent. A result line
+// longer than smallLine is read further only once oldResultLimit bytes
+// are taken from the client's share and the budget (waiting within ctx),
+// and they are held until the Result's Release; a shorter one's output
+// is taken once decoded.
 func (c *Client) oldResultCall(ctx context.Context, method string, args any, o callOpts) (Result, error) {
 	var out oldExecResult
+	var release func()
 	o.headLimit = c.oldResultLimit()
+	o.bigLine = func() error {
+		if c.cfg.Budget == nil {
+			return nil
+		}
+		var err error
+		release, err = c.takeAnswer(ctx, c.oldLineHold())
+		return err
+	}
 	if _, err := c.call(ctx, method, args, &out, o); err != nil {
+		if release != nil {
+			release()
+		}
 		return Result{}, err
 	}
 	e, parts := out.current()
 	if o.noOutput {
+		if release != nil {
+			release()
+		}
 		return Result{ExecResult: e.Session([4][]byte{})}, nil
 	}
-	release, err := c.takeAnswer(ctx, e.bodyLen())
-	if err != nil {
-		return Result{}, err
+	if release == nil {
+		var err error
+		if release, err = c.takeAnswer(ctx, e.bodyLen()); err != nil {
+			return Result{}, err
+		}
 	}
 	return Result{ExecResult: e.Session(parts), release: release}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/mux"
@@ -27,28 +28,35 @@ func oldExecReply(stdout []byte) func(st *mux.Stream) {
 }
 
 // A workspace whose container an earlier release made answers in
-// OldProtocol: its exec results are read, their bytes held against the
-// budget until Release.
+// OldProtocol: its exec results are read and held against the budget
+// until Release: a short line's output once decoded, a long line (read
+// further only once taken) its limit.
 func TestOldAgentSpokenTo(t *testing.T) {
-	out := bytes.Repeat([]byte("0123456789"), 30000)
-	b := budget.New(4 << 20)
-	c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
-		cfg.OldAgent, cfg.Budget = true, b
-	})
-	res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, out := range [][]byte{[]byte("short\n"), bytes.Repeat([]byte("0123456789"), 30000)} {
+		b := budget.New(4 << 20)
+		c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
+			cfg.OldAgent, cfg.Budget = true, b
+		})
+		res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 3 || res.CommandID != "7" || !bytes.Equal(res.Stdout.Data, out) || string(res.Stderr.Data) != "warn\n" {
+			t.Fatalf("exp the old agent's result, got exit %d id %q, %d bytes of stdout, stderr %q", res.ExitCode, res.CommandID, len(res.Stdout.Data), res.Stderr.Data)
+		}
+		exp := int64(len(out) + 5)
+		if len(out) > smallLine/2 {
+			exp = c.oldLineHold()
+		}
+		if got := b.Used(); exp != got {
+			t.Fatalf("%d bytes of output: exp %d held, got %d", len(out), exp, got)
+		}
+		res.Release()
+		if got := b.Used(); got != 0 {
+			t.Fatalf("exp nothing held after Release, got %d", got)
+		}
 	}
-	if res.ExitCode != 3 || res.CommandID != "7" || !bytes.Equal(res.Stdout.Data, out) || string(res.Stderr.Data) != "warn\n" {
-		t.Fatalf("exp the old agent's result, got exit %d id %q, %d bytes of stdout, stderr %q", res.ExitCode, res.CommandID, len(res.Stdout.Data), res.Stderr.Data)
-	}
-	if exp, got := int64(len(out)+5), b.Used(); exp != got {
-		t.Fatalf("held: exp %d, got %d", exp, got)
-	}
-	res.Release()
-	if got := b.Used(); got != 0 {
-		t.Fatalf("exp nothing held after Release, got %d", got)
-	}
+	c := fakeAgentSpeaking(t, oldExecReply(nil), fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) { cfg.OldAgent = true })
 	// What its agent cannot do is refused, saying what to do instead.
 	if _, err := c.Restart(context.Background(), "default"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("restart on an old agent: exp a conflict, got %v", err)
@@ -68,5 +76,46 @@ func TestOldProtocolRefusedFromNewContainer(t *testing.T) {
 	res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
 	if err == nil && len(res.Stdout.Data) != 0 {
 		t.Fatalf("exp inline output ignored from a protocol %d agent, got %q", ProtocolVersion, res.Stdout.Data)
+	}
+}
+
+// A hostile agent in an old container sends long result lines on many
+// execs at once and never ends them: the lines are read only as far as
+// their share of the budget allows (one here), and every exec ends at its
+// deadline.
+func TestOldAgentLongLinesHoldOnlyItsShare(t *testing.T) {
+	b := budget.New(16 << 20)
+	reply := func(st *mux.Stream) {
+		_, _ = st.Write([]byte(`{"r":{"notice":"`))
+		for i := 0; i < 80; i++ { // 5.2 MB, never ended
+			if _, err := st.Write(bytes.Repeat([]byte("a"), 64<<10)); err != nil {
+				return
+			}
+		}
+		<-st.Done()
+	}
+	c := fakeAgentSpeaking(t, reply, fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
+		cfg.OldAgent, cfg.Budget = true, b
+	})
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil)
+			errs <- err
+		}()
+	}
+	time.Sleep(time.Second)
+	if used, share := b.Used(), c.share().Size(); used == 0 || used > share {
+		t.Fatalf("exp the long lines to hold at most this workspace's share (%d bytes), held %d", share, used)
+	}
+	for range 16 {
+		if err := <-errs; err == nil {
+			t.Fatal("an exec of a line never ended succeeded")
+		}
+	}
+	if used := b.Used(); used != 0 {
+		t.Fatalf("exp nothing held once the execs ended, got %d", used)
 	}
 }
