@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 // leaveKey ends an attached terminal from the keyboard: Ctrl-].
@@ -95,16 +92,8 @@ func (a *app) attach(ctx context.Context, ws, sid string) error {
 	left := make(chan struct{}, 1)
 	go a.attachInput(ctx, cur, interactive, left)
 	if out != nil {
-		winch := make(chan os.Signal, 1)
-		signal.Notify(winch, syscall.SIGWINCH)
-		defer signal.Stop(winch)
-		go func() {
-			for range winch {
-				if rows, cols, ok := winSize(out); ok {
-					_ = cur().Resize(ctx, rows, cols)
-				}
-			}
-		}()
+		stop := watchResize(out, func(rows, cols int) { _ = cur().Resize(ctx, rows, cols) })
+		defer stop()
 	}
 
 	off := *t.Hello.Offset
@@ -202,39 +191,6 @@ func (a *app) reattach(ctx context.Context, c *client.Client, ws, sid string, o 
 		}
 	}
 	return nil, err
-}
-
-// winSize is the size of the terminal w writes to, if it is one.
-func winSize(w io.Writer) (rows, cols int, ok bool) {
-	f, isFile := w.(*os.File)
-	if !isFile {
-		return 0, 0, false
-	}
-	sz, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil || sz.Row == 0 || sz.Col == 0 {
-		return 0, 0, false
-	}
-	return int(sz.Row), int(sz.Col), true
-}
-
-// makeRaw puts a terminal in raw mode (every key goes through as it is,
-// Ctrl-C included) and returns how to restore it.
-func makeRaw(fd int) (func(), error) {
-	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
-	if err != nil {
-		return nil, err
-	}
-	raw := *old
-	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	raw.Oflag &^= unix.OPOST
-	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	raw.Cflag &^= unix.CSIZE | unix.PARENB
-	raw.Cflag |= unix.CS8
-	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &raw); err != nil {
-		return nil, err
-	}
-	return func() { _ = unix.IoctlSetTermios(fd, ioctlSetTermios, old) }, nil
 }
 
 // attachLine is the command that attaches to session sid of ws.

@@ -11,13 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/patina-dev/patina/sidecar"
 	"github.com/patina-dev/patina/sidecar/client"
 	mcpserver "github.com/patina-dev/patina/sidecar/mcp"
 )
@@ -133,7 +131,7 @@ type sidecarLink struct {
 	noStart   bool
 
 	mu  sync.Mutex
-	svc *sidecar.Service // the sidecar started in this process, if any
+	svc localSidecar // the sidecar started in this process, if any
 }
 
 // connect returns a client for a sidecar that answers: the one the flags,
@@ -181,23 +179,18 @@ func (l *sidecarLink) find(ctx context.Context) (*client.Client, error) {
 // with the token given, else the state directory's (generated if need be).
 func (l *sidecarLink) start(ctx context.Context) (*client.Client, error) {
 	conn := l.a.conn
-	cfg := sidecar.Config{
-		Addr:     "127.0.0.1:0",
-		StateDir: conn.StateDir,
-		Logger:   l.base,
-		Version:  version,
-	}
+	req := localSidecarRequest{Addr: "127.0.0.1:0", StateDir: conn.StateDir, Logger: l.base}
 	if conn.AddrFrom == "--addr" || conn.AddrFrom == envAddr {
-		cfg.Addr = conn.Addr
+		req.Addr = conn.Addr
 	}
 	if conn.TokenFrom == "--token" || conn.TokenFrom == envToken {
-		cfg.Token = conn.Token
+		req.Token = conn.Token
 	}
-	svc, err := sidecar.New(cfg)
+	svc, err := startLocalSidecar(ctx, req)
 	if err != nil {
-		return nil, err
-	}
-	if err := svc.Start(ctx); err != nil {
+		if errors.Is(err, errNoLocalSidecar) {
+			return nil, fmt.Errorf("no sidecar answers at %s: %w", conn.Addr, err)
+		}
 		// A `patina serve` may be starting on this state directory (it
 		// holds the directory's lock while it adopts): give it a moment.
 		deadline := time.Now().Add(startRace)
@@ -257,29 +250,6 @@ func (l *sidecarLink) close() {
 	l.log.Info("stopped the sidecar; workspaces and sessions keep running")
 }
 
-// lockFile takes an exclusive flock on path, polling until ctx ends.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
 
 // localHTTPClient is an HTTP client for a sidecar on this machine: no
 // proxy, a short dial timeout.

@@ -59,7 +59,7 @@ Shell completion (workspace and session names included): see
 		&cobra.Group{ID: "sidecar", Title: "Sidecar:"},
 		&cobra.Group{ID: "work", Title: "Workspaces and commands:"},
 	)
-	for _, c := range []*cobra.Command{newServeCmd(a), newUICmd(a), newImageCmd(a), newBenchCmd(a)} {
+	for _, c := range append(sidecarCmds(a), newUICmd(a)) {
 		c.GroupID = "sidecar"
 		root.AddCommand(c)
 	}
@@ -68,7 +68,7 @@ Shell completion (workspace and session names included): see
 		root.AddCommand(c)
 	}
 	root.AddCommand(newMCPCmd(a))
-	root.AddCommand(newAgentCmd(a))
+	root.AddCommand(hostCmds(a)...)
 	root.AddCommand(newVersionCmd(a))
 	a.markRunning(root)
 	a.addCompletions(root)

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/patina-dev/patina/sidecar/client"
 )
@@ -197,25 +196,3 @@ func newSecretRmCmd(a *app) *cobra.Command {
 	}
 }
 
-// isTerminal reports whether f is a terminal.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
-	return err == nil
-}
-
-// noEcho stops a terminal from echoing what is typed (lines are still
-// read whole) and returns how to restore it.
-func noEcho(f *os.File) (func(), error) {
-	fd := int(f.Fd())
-	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
-	if err != nil {
-		return nil, err
-	}
-	t := *old
-	t.Lflag &^= unix.ECHO
-	t.Lflag |= unix.ICANON
-	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &t); err != nil {
-		return nil, err
-	}
-	return func() { _ = unix.IoctlSetTermios(fd, ioctlSetTermios, old) }, nil
-}
