@@ -250,7 +250,6 @@ func (l *sidecarLink) close() {
 	l.log.Info("stopped the sidecar; workspaces and sessions keep running")
 }
 
-
 // localHTTPClient is an HTTP client for a sidecar on this machine: no
 // proxy, a short dial timeout.
 func localHTTPClient() *http.Client {

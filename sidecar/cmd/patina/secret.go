@@ -195,4 +195,3 @@ func newSecretRmCmd(a *app) *cobra.Command {
 		},
 	}
 }
-
