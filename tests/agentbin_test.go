@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -323,5 +324,29 @@ func TestTamperedAgentVolumeIsNeverRun(t *testing.T) {
 	}
 	if !strings.Contains(h.Logs(), "does not hold this patina binary") {
 		t.Fatalf("exp the sidecar to log the volume it found rewritten; logs:\n%s", lastLines(h.Logs(), 30))
+	}
+}
+
+// serve --agent-binary names the Linux binary the workspaces' agent runs
+// (as a sidecar on macOS must): a workspace runs exactly that file, and a
+// file that is not a Linux program is refused at start, saying what to
+// give instead.
+func TestAgentBinaryFlag(t *testing.T) {
+	RequireDocker(t)
+	dc := dockerClient(t)
+	bin, sum, _ := distinctBinary(t, dc)
+	h := StartWith(t, t.TempDir(), "e2e-agent-binary", nil, []string{"--agent-binary", bin})
+	h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "named"})
+	checkRealAgent(t, h, "named", sum)
+
+	script := filepath.Join(t.TempDir(), "patina-linux-arm64")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, Binary(t), "serve", "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--token", "x", "--agent-binary", script).CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "is not a Linux program") || !strings.Contains(string(out), "--agent-binary") {
+		t.Fatalf("exp serve to refuse a script as the agent, naming --agent-binary, got %v:\n%s", err, lastLines(string(out), 10))
 	}
 }

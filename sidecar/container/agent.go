@@ -72,11 +72,14 @@ func (v *agentVolume) load(path string) error {
 		f.Close()
 		return fmt.Errorf("read the patina binary %s: %w", path, err)
 	}
-	if ef, err := elf.NewFile(f); err == nil {
-		for _, p := range ef.Progs {
-			if p.Type == elf.PT_INTERP {
-				v.dynamic = true
-			}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("%s is not a Linux program (%v): the agent runs in Linux containers; name a Linux build of patina for the engine's architecture with --agent-binary (CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o patina-linux-arm64 ./sidecar/cmd/patina)", path, err)
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			v.dynamic = true
 		}
 	}
 	copy(v.sum[:], h.Sum(nil))

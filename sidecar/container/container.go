@@ -22,6 +22,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"runtime"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -241,17 +242,24 @@ func New(api API, cfg Config) (*Docker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("find the patina binary to ship into workspaces: %w", err)
 		}
-		cfg.Binary = exe
+		if cfg.Binary, err = defaultAgentBinary(runtime.GOOS, runtime.GOARCH, exe); err != nil {
+			return nil, err
+		}
 	}
 	d := &Docker{api: api, cfg: cfg, log: cfg.Logger.With("component", "docker"), dupNetworkAge: time.Minute}
 	d.local = localDaemon(api.DaemonHost())
 	switch cfg.Transport {
 	case "", "auto":
 		d.transport = "exec"
-		if d.local {
+		if d.local && runtime.GOOS == "linux" { // network namespaces are Linux's
 			d.transport = "auto"
 		}
-	case "netns", "exec":
+	case "netns":
+		if runtime.GOOS != "linux" {
+			return nil, fmt.Errorf("agent transport netns needs Linux (its network namespaces): use exec")
+		}
+		d.transport = cfg.Transport
+	case "exec":
 		d.transport = cfg.Transport
 	default:
 		return nil, fmt.Errorf("agent transport must be auto, netns or exec, not %q", cfg.Transport)

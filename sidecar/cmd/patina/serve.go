@@ -83,6 +83,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		Engine:            s.Engine,
 		NodeBinary:        s.NodeBinary,
 		NodeSocket:        s.NodeSocket,
+		AgentBinary:       s.AgentBinary,
 		SwarmUnencrypted:  s.Unencrypted,
 		DefaultDiskMB:     s.DiskMB,
 		DiskPoolMB:        s.DiskPoolMB,

@@ -24,6 +24,7 @@ type serveOptions struct {
 	transport, runtime           string
 	engine, nodeBinary           string
 	nodeSocket                   string
+	agentBinary                  string
 	unencrypted                  bool
 	dns                          string
 	logLevel, logFormat          string
@@ -43,6 +44,7 @@ type serveSettings struct {
 	Transport, Runtime           string
 	Engine, NodeBinary           string
 	NodeSocket                   string
+	AgentBinary                  string
 	Unencrypted                  bool
 	DNS                          string
 	Logger                       *slog.Logger
@@ -109,6 +111,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringVar(&o.transport, "agent-transport", "auto", "how to reach the agents in workspaces: auto (through each container's network namespace when the engine is on this host and its pids are visible, else exec), netns, or exec (a docker exec relay: any engine)")
 	f.StringVar(&o.runtime, "runtime", "runc", "the OCI runtime workspaces run on: runc (Docker's default: the host's kernel, behind namespaces, cgroups, dropped capabilities and seccomp) or runsc (gVisor: a user-space kernel between the workspace and the host's; slower execs and starts, more memory; it must be registered with the Docker engine, and the agent is then reached by --agent-transport exec; see README)")
 	f.StringVar(&o.engine, "engine", "docker", "where workspaces run: docker (containers on the Docker engine of DOCKER_HOST) or swarm (a service per workspace on the Docker Swarm cluster this host manages; see docs/scale-out.md)")
+	f.StringVar(&o.agentBinary, "agent-binary", "", "the Linux patina binary the workspaces' agent runs, shipped into a volume and checked by hash (default: this executable on Linux; on macOS, patina-linux-<arch> beside it: CGO_ENABLED=0 GOOS=linux GOARCH=<arch> go build -o patina-linux-<arch> ./sidecar/cmd/patina); never downloaded")
 	f.StringVar(&o.nodeBinary, "node-binary", "/usr/local/lib/patina/patina", "--engine swarm: where every node has this same patina binary (static), mounted read-only into its workspaces")
 	f.StringVar(&o.nodeSocket, "swarm-node-socket", "/var/run/docker.sock", "--engine swarm: where every node's Docker socket is: a deleted workspace's volumes are removed on its node by a one-shot task of patina's agent image that mounts it")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: do not encrypt the workspaces' overlay networks (IPsec between nodes; needs the kernel's xfrm and ESP between nodes: without this flag serve checks this kernel's at start and refuses to run without them)")
@@ -257,6 +260,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		Engine:          o.engine,
 		NodeBinary:      o.nodeBinary,
 		NodeSocket:      o.nodeSocket,
+		AgentBinary:     o.agentBinary,
 		Unencrypted:     o.unencrypted,
 		DNS:             o.dns,
 		Logger:          slog.New(h),
