@@ -159,7 +159,7 @@ func New(cfg Config) (*Service, error) {
 		done:   make(chan struct{}),
 
 		console:    console.New(console.Config{Token: tok, Logger: logger}),
-		metrics:    metrics.New(mgr),
+		metrics:    metrics.New(mgr, metricsExtras(cfg, mgr, templates)),
 		eventSlots: make(chan struct{}, maxEventStreams),
 	}, nil
 }
@@ -348,4 +348,28 @@ func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error)
 		})
 	}
 	return nil, fmt.Errorf("%w: engine must be docker or swarm, not %q", errInvalid, cfg.Engine)
+}
+
+// metricsExtras are the warm pool's and the templates' figures, where the
+// sidecar has them.
+func metricsExtras(cfg Config, mgr *workspace.Manager, templates *template.Manager) metrics.Extras {
+	var x metrics.Extras
+	if cfg.WarmPool > 0 {
+		x.Pool = func() (int, int, int, int64) {
+			p := mgr.Pool()
+			return p.Size, p.Ready, p.Filling, p.Taken
+		}
+	}
+	if templates != nil {
+		x.Templates = func() int {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			list, err := templates.List(ctx)
+			if err != nil {
+				return 0
+			}
+			return len(list)
+		}
+	}
+	return x
 }

@@ -615,4 +615,7 @@ func TestMetrics(t *testing.T) {
 	}
 	get("patina_agent_restarts", nil)
 	get("patina_forwards_open", nil)
+	if n := get("patina_templates", nil); n != 0 {
+		t.Errorf("templates: exp 0 on a new state directory, got %v", n)
+	}
 }

@@ -56,6 +56,10 @@ func TestWarmPool(t *testing.T) {
 	if wss, err := h.Client.ListWorkspaces(ctx); err != nil || len(wss) != 0 {
 		t.Fatalf("pooled workspaces are listed: %v %v", wss, err)
 	}
+	// Operators see it in /metrics.
+	if st, b := h.Raw("GET", "/metrics", "", nil, nil); st != 200 || !strings.Contains(string(b), "\npatina_pool_ready 2\n") || !strings.Contains(string(b), "\npatina_pool_size 2\n") {
+		t.Fatalf("/metrics: exp patina_pool_ready 2 and patina_pool_size 2, got %d:\n%s", st, b)
+	}
 
 	a := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-a"})
 	if fromPool() != 1 || a.Name != "user-a" || a.Status != client.StatusRunning {

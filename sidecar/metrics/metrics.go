@@ -21,6 +21,16 @@ type Source interface {
 	List() []client.Workspace
 }
 
+// Extras are figures a sidecar has when it has a warm pool or templates;
+// each is read at every scrape (nil: none).
+type Extras struct {
+	// Pool reports the warm pool: the workspaces it keeps, those ready
+	// now and being made, and how many were taken since start.
+	Pool func() (size, ready, filling int, taken int64)
+	// Templates counts the templates there are now.
+	Templates func() int
+}
+
 // Metrics is the sidecar's registry.
 type Metrics struct {
 	reg      *prometheus.Registry
@@ -30,8 +40,8 @@ type Metrics struct {
 	streamed *prometheus.CounterVec
 }
 
-// New makes the registry; src is read at each scrape.
-func New(src Source) *Metrics {
+// New makes the registry; src and the extras are read at each scrape.
+func New(src Source, extras Extras) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		execs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -48,7 +58,7 @@ func New(src Source) *Metrics {
 			Name: "patina_streamed_bytes_total", Help: "Bytes of command output and terminal output sent to clients, by kind (output, terminal).",
 		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.execs, m.latency, m.errors, m.streamed, &scrape{src: src})
+	m.reg.MustRegister(m.execs, m.latency, m.errors, m.streamed, &scrape{src: src, extras: extras})
 	return m
 }
 
@@ -81,7 +91,10 @@ func (m *Metrics) Streamed(kind string, n int) {
 
 // scrape reads the workspaces' figures and the sidecar's memory when
 // scraped.
-type scrape struct{ src Source }
+type scrape struct {
+	src    Source
+	extras Extras
+}
 
 var (
 	descWorkspaces = prometheus.NewDesc("patina_workspaces", "Workspaces by state (running, stopped, idle_stopped, adopting).", []string{"state"}, nil)
@@ -90,11 +103,24 @@ var (
 	descFwdConns   = prometheus.NewDesc("patina_forward_connections", "Connections open through forwarded ports now.", nil, nil)
 	descMemory     = prometheus.NewDesc("patina_sidecar_memory_bytes", "Memory the sidecar's Go runtime holds from the OS (runtime/metrics /memory/classes/total:bytes).", nil, nil)
 	descHeap       = prometheus.NewDesc("patina_sidecar_heap_bytes", "Bytes of live and unswept heap objects in the sidecar.", nil, nil)
+	descPoolSize   = prometheus.NewDesc("patina_pool_size", "Workspaces the warm pool keeps ready (serve --warm).", nil, nil)
+	descPoolReady  = prometheus.NewDesc("patina_pool_ready", "Workspaces ready in the warm pool now.", nil, nil)
+	descPoolFill   = prometheus.NewDesc("patina_pool_filling", "Workspaces being made for the warm pool now.", nil, nil)
+	descPoolTaken  = prometheus.NewDesc("patina_pool_taken_total", "Creates served from the warm pool since the sidecar started.", nil, nil)
+	descTemplates  = prometheus.NewDesc("patina_templates", "Templates kept now (built from devcontainer.json or a Dockerfile, or saved from a workspace).", nil, nil)
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWorkspaces, descRestarts, descForwards, descFwdConns, descMemory, descHeap} {
 		ch <- d
+	}
+	if s.extras.Pool != nil {
+		for _, d := range []*prometheus.Desc{descPoolSize, descPoolReady, descPoolFill, descPoolTaken} {
+			ch <- d
+		}
+	}
+	if s.extras.Templates != nil {
+		ch <- descTemplates
 	}
 }
 
@@ -130,4 +156,14 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	metrics.Read(sample)
 	ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(sample[0].Value.Uint64()))
 	ch <- prometheus.MustNewConstMetric(descHeap, prometheus.GaugeValue, float64(sample[1].Value.Uint64()))
+	if s.extras.Pool != nil {
+		size, ready, filling, taken := s.extras.Pool()
+		ch <- prometheus.MustNewConstMetric(descPoolSize, prometheus.GaugeValue, float64(size))
+		ch <- prometheus.MustNewConstMetric(descPoolReady, prometheus.GaugeValue, float64(ready))
+		ch <- prometheus.MustNewConstMetric(descPoolFill, prometheus.GaugeValue, float64(filling))
+		ch <- prometheus.MustNewConstMetric(descPoolTaken, prometheus.CounterValue, float64(taken))
+	}
+	if s.extras.Templates != nil {
+		ch <- prometheus.MustNewConstMetric(descTemplates, prometheus.GaugeValue, float64(s.extras.Templates()))
+	}
 }

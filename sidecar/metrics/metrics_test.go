@@ -1,64 +1,57 @@
 package metrics
 
 import (
-	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/patina-dev/patina/sidecar/client"
 )
 
-type list []client.Workspace
+type workspaces []client.Workspace
 
-func (l list) List() []client.Workspace { return l }
+func (w workspaces) List() []client.Workspace { return w }
 
-func TestScrape(t *testing.T) {
-	src := list{
-		{Status: client.StatusRunning, Agent: &client.AgentStatus{Restarts: 2}, Ports: []client.PortForward{{Port: 1, Connections: 3}}},
-		{Status: client.StatusStopped, IdleStopped: true},
-		{Status: client.StatusStopped},
-	}
-	m := New(src)
-	m.Exec("", 3*time.Millisecond)
-	m.Exec("busy", time.Millisecond)
-	m.Streamed("terminal", 10)
-	w := httptest.NewRecorder()
-	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(w.Body.String()))
+// gathered is every gauge or counter the registry gathers, by name (the
+// first series of each).
+func gathered(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
 	if err != nil {
-		t.Fatalf("parse: %v\n%s", err, w.Body)
+		t.Fatal(err)
 	}
-	for name := range fams {
-		if !strings.HasPrefix(name, "patina_") {
-			t.Errorf("%s is not prefixed patina_", name)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			switch {
+			case s.GetGauge() != nil:
+				out[mf.GetName()] = s.GetGauge().GetValue()
+			case s.GetCounter() != nil:
+				out[mf.GetName()] = s.GetCounter().GetValue()
+			}
+			break
 		}
 	}
-	states := map[string]float64{}
-	for _, mm := range fams["patina_workspaces"].Metric {
-		states[mm.Label[0].GetValue()] = mm.Gauge.GetValue()
-	}
-	for st, exp := range map[string]float64{"running": 1, "stopped": 1, "idle_stopped": 1, "adopting": 0} {
-		if states[st] != exp {
-			t.Errorf("workspaces %s: exp %v, got %v", st, exp, states[st])
+	return out
+}
+
+// The warm pool's and the templates' figures are there when the sidecar
+// has them, and absent when it has not.
+func TestPoolAndTemplateFigures(t *testing.T) {
+	src := workspaces{{Status: client.StatusRunning}}
+	got := gathered(t, New(src, Extras{}))
+	for _, name := range []string{"patina_pool_ready", "patina_templates"} {
+		if _, ok := got[name]; ok {
+			t.Fatalf("%s without a pool or templates", name)
 		}
 	}
-	for name, exp := range map[string]float64{"patina_agent_restarts": 2, "patina_forwards_open": 1, "patina_forward_connections": 3} {
-		if got := fams[name].Metric[0].Gauge.GetValue(); got != exp {
-			t.Errorf("%s: exp %v, got %v", name, exp, got)
+	m := New(src, Extras{
+		Pool:      func() (int, int, int, int64) { return 4, 3, 1, 17 },
+		Templates: func() int { return 2 },
+	})
+	got = gathered(t, m)
+	exp := map[string]float64{"patina_pool_size": 4, "patina_pool_ready": 3, "patina_pool_filling": 1, "patina_pool_taken_total": 17, "patina_templates": 2}
+	for name, v := range exp {
+		if got[name] != v {
+			t.Fatalf("%s: exp %v, got %v (%v)", name, v, got[name], got)
 		}
-	}
-	if got := fams["patina_exec_duration_seconds"].Metric[0].Histogram.GetSampleCount(); got != 1 {
-		t.Errorf("latency samples: exp 1 (errors are not timed), got %d", got)
-	}
-	if got := fams["patina_exec_errors_total"].Metric[0].Counter.GetValue(); got != 1 {
-		t.Errorf("errors: exp 1, got %v", got)
-	}
-	if got := fams["patina_streamed_bytes_total"].Metric[0].Counter.GetValue(); got != 10 {
-		t.Errorf("streamed: exp 10, got %v", got)
 	}
 }

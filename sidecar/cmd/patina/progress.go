@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -44,4 +47,89 @@ func progressLine(w io.Writer, what string, now func() time.Time) (done func()) 
 		close(stop)
 		<-finished
 	}
+}
+
+// buildTail is a build's progress for the CLI: on a terminal its latest
+// output line, rewritten in place ("building template: Step 3/7 : RUN …",
+// cut to maxShown); off one, nothing. It keeps the last tailKeep lines,
+// which Tail gives back when the build fails (its cause is in them).
+type buildTail struct {
+	mu      sync.Mutex
+	w       io.Writer
+	tty     bool
+	what    string
+	partial []byte
+	last    []string
+	open    bool // a rewritten line is on screen
+}
+
+const (
+	tailKeep = 20
+	maxShown = 100
+)
+
+// newBuildTail returns the progress of what (shown on w if tty).
+func newBuildTail(w io.Writer, tty bool, what string) *buildTail {
+	return &buildTail{w: w, tty: tty, what: what}
+}
+
+func (b *buildTail) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(b.partial)+len(p) <= maxPartialLine {
+				b.partial = append(b.partial, p...)
+			}
+			break
+		}
+		line := strings.TrimRight(string(append(b.partial, p[:i]...)), "\r")
+		b.partial, p = b.partial[:0], p[i+1:]
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		b.last = append(b.last, line)
+		if len(b.last) > tailKeep {
+			b.last = b.last[1:]
+		}
+		if b.tty {
+			shown := []rune(strings.Map(printable, line))
+			if len(shown) > maxShown {
+				shown = append(shown[:maxShown-1], '…')
+			}
+			fmt.Fprintf(b.w, "\r\033[K%s: %s", b.what, string(shown))
+			b.open = true
+		}
+	}
+	return n, nil
+}
+
+// maxPartialLine bounds a line held while its end has not arrived.
+const maxPartialLine = 64 << 10
+
+// printable drops control characters from a line shown in place.
+func printable(r rune) rune {
+	if r < 0x20 || r == 0x7f {
+		return -1
+	}
+	return r
+}
+
+// Close clears the rewritten line.
+func (b *buildTail) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open {
+		fmt.Fprint(b.w, "\r\033[K")
+		b.open = false
+	}
+}
+
+// Tail is the build's last lines.
+func (b *buildTail) Tail() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.last...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -40,13 +41,19 @@ supported.`,
 
 func newTemplateBuildCmd(a *app) *cobra.Command {
 	var (
-		req    client.BuildTemplateRequest
-		asJSON bool
-		quiet  bool
+		req     client.BuildTemplateRequest
+		asJSON  bool
+		quiet   bool
+		verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "build --repo PATH",
-		Short: "Build a repository's template (or find the one its content made), showing the build's output",
+		Short: "Build a repository's template (or find the one its content made), showing its progress",
+		Long: `Build the template of a repository's devcontainer.json (or of a Dockerfile in it)
+through the engine's build API, or find the one its content made already. On a
+terminal its progress is one line, the build's latest output, rewritten in place;
+off one nothing is shown. A failed build prints its last lines. --verbose shows
+the whole output, -q nothing.`,
 		Example: `  patina template build --repo .
   patina template build --repo ~/src/app --base v1.2
   patina template build --repo . --dockerfile Dockerfile --name app`,
@@ -61,11 +68,26 @@ func newTemplateBuildCmd(a *app) *cobra.Command {
 			}
 			req.Repo = abs
 			var progress io.Writer = a.stderr
-			if quiet {
+			var tail *buildTail
+			switch {
+			case quiet:
 				progress = io.Discard
+			case !verbose:
+				f, ok := a.stderr.(*os.File)
+				tail = newBuildTail(a.stderr, ok && isTerminal(f), "building the template")
+				progress = tail
 			}
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				t, err := c.BuildTemplateProgress(ctx, req, progress)
+				if tail != nil {
+					tail.Close()
+					if err != nil {
+						// The cause of a failed build is in its last lines.
+						for _, l := range tail.Tail() {
+							fmt.Fprintln(a.stderr, "  "+l)
+						}
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -87,7 +109,8 @@ func newTemplateBuildCmd(a *app) *cobra.Command {
 	f.StringVar(&req.Dockerfile, "dockerfile", "", "a Dockerfile's `PATH` in the repository, built with its directory as context (default: the devcontainer.json)")
 	f.StringVar(&req.Name, "name", "", "name the template (default: dc- and 12 hex digits of its content's hash)")
 	f.BoolVar(&asJSON, "json", false, "print the template as JSON")
-	f.BoolVarP(&quiet, "quiet", "q", false, "do not show the build's output")
+	f.BoolVarP(&quiet, "quiet", "q", false, "show nothing of the build")
+	f.BoolVar(&verbose, "verbose", false, "show the build's whole output, not a progress line")
 	return cmd
 }
 
