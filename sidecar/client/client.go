@@ -557,6 +557,31 @@ func (c *Client) WriteFile(ctx context.Context, ws, path string, data []byte) er
 	return nil
 }
 
+// WriteFileFrom writes a file of the workspace from r, streaming,
+// creating parent directories.
+func (c *Client) WriteFileFrom(ctx context.Context, ws, path string, r io.Reader) error {
+	resp, err := c.send(ctx, http.MethodPut, filePath(ws, path), r, "application/octet-stream", nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// OpenFile opens a file of the workspace for reading, streaming: its
+// bytes and its size. The caller closes it.
+func (c *Client) OpenFile(ctx context.Context, ws, path string) (io.ReadCloser, int64, error) {
+	resp, err := c.send(ctx, http.MethodGet, filePath(ws, path), nil, "", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if resp.Header.Get("X-Patina-File-Type") == "dir" {
+		resp.Body.Close()
+		return nil, 0, &APIError{Status: 400, Code: CodeInvalid, Message: path + " is a directory"}
+	}
+	return resp.Body, resp.ContentLength, nil
+}
+
 // DeleteFile removes a file or directory (recursively) of the workspace.
 func (c *Client) DeleteFile(ctx context.Context, ws, path string) error {
 	return c.do(ctx, http.MethodDelete, filePath(ws, path), nil, nil)

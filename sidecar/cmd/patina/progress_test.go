@@ -58,3 +58,25 @@ func TestBuildTail(t *testing.T) {
 		t.Fatalf("exp nothing shown off a terminal, got %q", buf.String())
 	}
 }
+
+// WS:PATH is a workspace's file; a path with a slash before its colon is
+// local.
+func TestRemoteArg(t *testing.T) {
+	for in, exp := range map[string][3]string{
+		"demo:a/b.txt":   {"demo", "a/b.txt", "true"},
+		"demo:":          {"demo", "", "true"},
+		"./a:b":          {"", "", "false"},
+		"/tmp/x:y":       {"", "", "false"},
+		"plain.txt":      {"", "", "false"},
+		":nothing":       {"", "", "false"},
+		"3f2a9c01:x/y:z": {"3f2a9c01", "x/y:z", "true"},
+	} {
+		ws, p, ok := remoteArg(in)
+		if [3]string{ws, p, fmt.Sprint(ok)} != exp {
+			t.Errorf("%q: exp %v, got %q %q %v", in, exp, ws, p, ok)
+		}
+	}
+	if got := transferred(3<<20, 12<<20); got != "3.0 MiB of 12 MiB (25%)" {
+		t.Errorf("transferred: %q", got)
+	}
+}
