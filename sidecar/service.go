@@ -210,16 +210,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sidecar: cannot reach the Docker engine (is dockerd running? DOCKER_HOST?): %w", err)
 	}
-	if c, ok := s.eng.(interface{ Check(context.Context) error }); ok {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := c.Check(cctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("sidecar: %w", err)
-		}
-	}
 	// One sidecar per state directory: a second one must not adopt (and
-	// reattach to) the first one's workspaces.
+	// reattach to) the first one's workspaces, nor clean up after them
+	// (the engine's check sweeps what creates cut short left).
 	lock, err := os.OpenFile(filepath.Join(s.cfg.StateDir, "serve.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("sidecar: %w", err)
@@ -227,6 +220,15 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lock.Close()
 		return fmt.Errorf("sidecar: another patina serve is running with state directory %s (%v)", s.cfg.StateDir, err)
+	}
+	if c, ok := s.eng.(interface{ Check(context.Context) error }); ok {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := c.Check(cctx)
+		cancel()
+		if err != nil {
+			lock.Close()
+			return fmt.Errorf("sidecar: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {

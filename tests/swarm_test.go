@@ -658,6 +658,31 @@ func TestSwarm(t *testing.T) {
 		}
 	})
 
+	// A sidecar killed in the middle of a create leaves the workspace's
+	// secret and network: the next start removes them.
+	t.Run("what a create cut short left is swept at the next start", func(t *testing.T) {
+		ws := fmt.Sprintf("%016x", time.Now().UnixNano())
+		labels := map[string]string{"dev.patina.managed": "1", "dev.patina.workspace": ws, "dev.patina.state-dir": h.StateDir}
+		h.Kill9()
+		sec, err := dc.SecretCreate(ctx, swarm.SecretSpec{Annotations: swarm.Annotations{Name: "patina-ws-" + ws + "-leftover", Labels: labels}, Data: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dc.NetworkCreate(ctx, "patina-ws-"+ws, network.CreateOptions{Driver: "overlay", Attachable: true, Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+		h.Launch()
+		if _, _, err := dc.SecretInspectWithRaw(ctx, sec.ID); err == nil {
+			t.Fatal("the leftover secret outlived the next start")
+		}
+		WaitFor(t, "the leftover network to go", 15*time.Second, func() bool { return !networkExists(ctx, dc, "patina-ws-"+ws) })
+		// The workspaces that exist are untouched.
+		if _, err := h.Client.GetWorkspace(ctx, "far"); err != nil {
+			t.Fatal(err)
+		}
+		h.Out("far", "default", "true")
+	})
+
 	t.Run("delete leaves nothing on the manager or the worker", func(t *testing.T) {
 		ws, err := h.Client.GetWorkspace(ctx, "far")
 		if err != nil {

@@ -157,6 +157,10 @@ func (s *Swarm) Check(ctx context.Context) error {
 		"image", im.tag, "image_id", short(strings.TrimPrefix(id, "sha256:")), "node_binary", s.cfg.NodeBinary,
 		"how", "on each node: patina image agent --binary "+s.cfg.NodeBinary+" (or docker save "+im.tag+" | docker load)")
 	s.checkNodesSoon()
+	// Bounded on its own: what it cannot remove in time stays, logged.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	s.sweepLeftovers(sctx)
 	return nil
 }
 

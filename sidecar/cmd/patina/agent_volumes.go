@@ -5,9 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
@@ -38,7 +38,9 @@ API cannot remove a node's volumes.`,
 			defer cancel()
 			for {
 				err = container.RemoveVolumes(ctx, api, id)
-				if err == nil || !strings.Contains(err.Error(), "in use") || ctx.Err() != nil {
+				// In use (409): the workspace's container goes a moment
+				// after its service.
+				if err == nil || !errdefs.IsConflict(err) || ctx.Err() != nil {
 					break
 				}
 				select {
