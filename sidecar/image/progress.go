@@ -1,11 +1,12 @@
 package image
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/patina-dev/patina/internal/lines"
 )
 
 // NewProgressLine returns a writer for a build's progress (BuildRequest.
@@ -20,36 +21,20 @@ func NewProgressLine(w io.Writer, tty bool) io.WriteCloser {
 }
 
 type progressLine struct {
-	mu      sync.Mutex
-	w       io.Writer
-	tty     bool
-	partial []byte
-	phase   string
-	count   int
-	open    bool // a rewritten line is on screen
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	split lines.Splitter
+	phase string
+	count int
+	open  bool // a rewritten line is on screen
 }
-
-// maxPartial bounds a line held while its end has not arrived.
-const maxPartial = 64 << 10
 
 func (p *progressLine) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(b)
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if len(p.partial)+len(b) <= maxPartial {
-				p.partial = append(p.partial, b...)
-			}
-			break
-		}
-		line := string(append(p.partial, b[:i]...))
-		p.partial = p.partial[:0]
-		b = b[i+1:]
-		p.line(strings.TrimRight(line, "\r"))
-	}
-	return n, nil
+	p.split.Feed(b, p.line)
+	return len(b), nil
 }
 
 // phases maps debootstrap's "I: <Verb> …" lines to what the user is told.
@@ -129,10 +114,7 @@ func (p *progressLine) endLine() {
 func (p *progressLine) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.partial) > 0 {
-		p.line(string(p.partial))
-		p.partial = nil
-	}
+	p.split.Flush(p.line)
 	p.endLine()
 	return nil
 }

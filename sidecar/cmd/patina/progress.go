@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/patina-dev/patina/internal/lines"
 )
 
 // progressEvery is how often a progress line is redrawn.
@@ -54,13 +55,13 @@ func progressLine(w io.Writer, what string, now func() time.Time) (done func()) 
 // cut to maxShown); off one, nothing. It keeps the last tailKeep lines,
 // which Tail gives back when the build fails (its cause is in them).
 type buildTail struct {
-	mu      sync.Mutex
-	w       io.Writer
-	tty     bool
-	what    string
-	partial []byte
-	last    []string
-	open    bool // a rewritten line is on screen
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	what  string
+	split lines.Splitter
+	last  []string
+	open  bool // a rewritten line is on screen
 }
 
 const (
@@ -76,38 +77,28 @@ func newBuildTail(w io.Writer, tty bool, what string) *buildTail {
 func (b *buildTail) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			if len(b.partial)+len(p) <= maxPartialLine {
-				b.partial = append(b.partial, p...)
-			}
-			break
-		}
-		line := strings.TrimRight(string(append(b.partial, p[:i]...)), "\r")
-		b.partial, p = b.partial[:0], p[i+1:]
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		b.last = append(b.last, line)
-		if len(b.last) > tailKeep {
-			b.last = b.last[1:]
-		}
-		if b.tty {
-			shown := []rune(strings.Map(printable, line))
-			if len(shown) > maxShown {
-				shown = append(shown[:maxShown-1], '…')
-			}
-			fmt.Fprintf(b.w, "\r\033[K%s: %s", b.what, string(shown))
-			b.open = true
-		}
-	}
-	return n, nil
+	b.split.Feed(p, b.line)
+	return len(p), nil
 }
 
-// maxPartialLine bounds a line held while its end has not arrived.
-const maxPartialLine = 64 << 10
+// line takes one line of the build's output (b.mu held).
+func (b *buildTail) line(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	b.last = append(b.last, line)
+	if len(b.last) > tailKeep {
+		b.last = b.last[1:]
+	}
+	if b.tty {
+		shown := []rune(strings.Map(printable, line))
+		if len(shown) > maxShown {
+			shown = append(shown[:maxShown-1], '…')
+		}
+		fmt.Fprintf(b.w, "\r\033[K%s: %s", b.what, string(shown))
+		b.open = true
+	}
+}
 
 // printable drops control characters from a line shown in place.
 func printable(r rune) rune {
