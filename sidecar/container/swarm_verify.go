@@ -251,26 +251,12 @@ func (s *Swarm) runNodeCheck(ctx context.Context, imageID, tag, node string, nod
 	_, _ = rand.Read(suffix)
 	labels := map[string]string{LabelManaged: "1", LabelStateDir: s.cfg.StateDir, LabelRole: swarmRoleCheck}
 	sum := hex.EncodeToString(s.local.agent.sum[:])
-	mem, pids := int64(128<<20), int64(32)
-	resp, err := s.api.ServiceCreate(ctx, swarm.ServiceSpec{
-		Annotations: swarm.Annotations{Name: "patina-check-" + hex.EncodeToString(suffix), Labels: labels},
-		TaskTemplate: swarm.TaskSpec{
-			ContainerSpec: &swarm.ContainerSpec{
-				Image:          imageID,
-				Labels:         labels,
-				Command:        []string{"/patina", "agent", "check-binary", "--sha256", sum, nodeCheckPath},
-				Args:           []string{},
-				User:           "0",
-				Mounts:         []mount.Mount{{Type: mount.TypeBind, Source: s.cfg.NodeBinary, Target: nodeCheckPath, ReadOnly: true}},
-				Privileges:     &swarm.Privileges{NoNewPrivileges: true},
-				CapabilityDrop: []string{"ALL"},
-			},
-			Resources:     &swarm.ResourceRequirements{Limits: &swarm.Limit{MemoryBytes: mem, Pids: pids}},
-			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionNone},
-			Placement:     &swarm.Placement{Constraints: constraints},
-		},
-		Mode: swarm.ServiceMode{Global: &swarm.GlobalService{}},
-	}, swarm.ServiceCreateOptions{})
+	resp, err := s.api.ServiceCreate(ctx, oneShot(oneShotSpec{
+		Name: "patina-check-" + hex.EncodeToString(suffix), Labels: labels, Image: imageID,
+		Command:     []string{"/patina", "agent", "check-binary", "--sha256", sum, nodeCheckPath},
+		Mounts:      []mount.Mount{{Type: mount.TypeBind, Source: s.cfg.NodeBinary, Target: nodeCheckPath, ReadOnly: true}},
+		Constraints: constraints,
+	}), swarm.ServiceCreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("check the agent's binary on the swarm's nodes: %w", err)
 	}
@@ -368,15 +354,18 @@ func (s *Swarm) setNodeLabel(ctx context.Context, id, key, value string) error {
 	}
 }
 
-// removeChecks removes check services a previous process left.
+// removeChecks removes the one-shot services (checks, volume cleanups) a
+// previous process left.
 func (s *Swarm) removeChecks(ctx context.Context) {
-	svcs, err := s.api.ServiceList(ctx, swarm.ServiceListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", LabelRole+"="+swarmRoleCheck), filters.Arg("label", LabelStateDir+"="+s.cfg.StateDir))})
-	if err != nil {
-		return
-	}
-	for _, svc := range svcs {
-		_ = s.api.ServiceRemove(ctx, svc.ID)
+	for _, role := range []string{swarmRoleCheck, swarmRoleCleanup} {
+		svcs, err := s.api.ServiceList(ctx, swarm.ServiceListOptions{Filters: filters.NewArgs(
+			filters.Arg("label", LabelRole+"="+role), filters.Arg("label", LabelStateDir+"="+s.cfg.StateDir))})
+		if err != nil {
+			return
+		}
+		for _, svc := range svcs {
+			_ = s.api.ServiceRemove(ctx, svc.ID)
+		}
 	}
 }
 

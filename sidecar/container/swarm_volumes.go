@@ -66,26 +66,13 @@ func (s *Swarm) removeNodeVolumes(ctx context.Context, workspaceID string) error
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	labels := map[string]string{LabelManaged: "1", LabelStateDir: s.cfg.StateDir, LabelRole: swarmRoleCleanup, LabelWorkspace: workspaceID}
-	resp, err := s.api.ServiceCreate(ctx, swarm.ServiceSpec{
-		Annotations: swarm.Annotations{Name: "patina-cleanup-" + hex.EncodeToString(suffix), Labels: labels},
-		TaskTemplate: swarm.TaskSpec{
-			ContainerSpec: &swarm.ContainerSpec{
-				Image:          imageID,
-				Labels:         labels,
-				Command:        []string{"/patina", "agent", "remove-volumes", "--workspace-id", workspaceID},
-				Args:           []string{},
-				User:           "0",
-				Env:            []string{"DOCKER_HOST=unix:///var/run/docker.sock"},
-				Mounts:         []mount.Mount{{Type: mount.TypeBind, Source: s.cfg.NodeSocket, Target: "/var/run/docker.sock"}},
-				Privileges:     &swarm.Privileges{NoNewPrivileges: true},
-				CapabilityDrop: []string{"ALL"},
-			},
-			Resources:     &swarm.ResourceRequirements{Limits: &swarm.Limit{MemoryBytes: 128 << 20, Pids: 32}},
-			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionNone},
-			Placement:     &swarm.Placement{Constraints: []string{"node.id!=" + self}},
-		},
-		Mode: swarm.ServiceMode{Global: &swarm.GlobalService{}},
-	}, swarm.ServiceCreateOptions{})
+	resp, err := s.api.ServiceCreate(ctx, oneShot(oneShotSpec{
+		Name: "patina-cleanup-" + hex.EncodeToString(suffix), Labels: labels, Image: imageID,
+		Command:     []string{"/patina", "agent", "remove-volumes", "--workspace-id", workspaceID},
+		Env:         []string{"DOCKER_HOST=unix:///var/run/docker.sock"},
+		Mounts:      []mount.Mount{{Type: mount.TypeBind, Source: s.cfg.NodeSocket, Target: "/var/run/docker.sock"}},
+		Constraints: []string{"node.id!=" + self},
+	}), swarm.ServiceCreateOptions{})
 	if err != nil {
 		return fmt.Errorf("remove the workspace's volumes on the swarm's nodes: %w", err)
 	}
@@ -129,4 +116,34 @@ func (s *Swarm) removeNodeVolumes(ctx context.Context, workspaceID string) error
 		return fmt.Errorf("the workspace's volumes may be left on some nodes (docs/scale-out.md, Pruning): %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// oneShotSpec is a task patina runs once on each node a constraint allows:
+// its own binary (/patina in its agent image, named by ID) as root, no
+// capabilities, no new privileges, bounded memory and processes.
+type oneShotSpec struct {
+	Name, Image string
+	Labels      map[string]string
+	Command     []string
+	Env         []string
+	Mounts      []mount.Mount
+	Constraints []string
+}
+
+// oneShot is the global service of one-shot tasks sp describes.
+func oneShot(sp oneShotSpec) swarm.ServiceSpec {
+	return swarm.ServiceSpec{
+		Annotations: swarm.Annotations{Name: sp.Name, Labels: sp.Labels},
+		TaskTemplate: swarm.TaskSpec{
+			ContainerSpec: &swarm.ContainerSpec{
+				Image: sp.Image, Labels: sp.Labels, Command: sp.Command, Args: []string{}, User: "0", Env: sp.Env, Mounts: sp.Mounts,
+				Privileges:     &swarm.Privileges{NoNewPrivileges: true},
+				CapabilityDrop: []string{"ALL"},
+			},
+			Resources:     &swarm.ResourceRequirements{Limits: &swarm.Limit{MemoryBytes: 128 << 20, Pids: 32}},
+			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionNone},
+			Placement:     &swarm.Placement{Constraints: sp.Constraints},
+		},
+		Mode: swarm.ServiceMode{Global: &swarm.GlobalService{}},
+	}
 }
