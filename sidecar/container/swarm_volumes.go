@@ -65,7 +65,8 @@ func (s *Swarm) removeNodeVolumes(ctx context.Context, workspaceID string) error
 	}
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
-	labels := map[string]string{LabelManaged: "1", LabelStateDir: s.cfg.StateDir, LabelRole: swarmRoleCleanup, LabelWorkspace: workspaceID}
+	// Not labelled with the workspace: List would take it for its service.
+	labels := map[string]string{LabelManaged: "1", LabelStateDir: s.cfg.StateDir, LabelRole: swarmRoleCleanup}
 	resp, err := s.api.ServiceCreate(ctx, oneShot(oneShotSpec{
 		Name: "patina-cleanup-" + hex.EncodeToString(suffix), Labels: labels, Image: imageID,
 		Command:     []string{"/patina", "agent", "remove-volumes", "--workspace-id", workspaceID},
