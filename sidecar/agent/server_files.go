@@ -41,6 +41,10 @@ func rootError(err error) error {
 	case err == nil:
 		return nil
 	case strings.Contains(err.Error(), "path escapes from parent"):
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%w: %s leads out of /workspace (a link to a place outside it, say)", ErrEscapes, pe.Path)
+		}
 		return fmt.Errorf("%w: %v", ErrEscapes, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %v", session.ErrNotFound, err)
