@@ -31,6 +31,7 @@ type route struct {
 func (s *Service) routeTable() []route {
 	return []route{
 		{"GET /healthz", s.handleHealth},
+		{"GET " + client.IdentifyPath, s.handleIdentify},
 		{"GET /v1/openapi.json", s.handleOpenAPI},
 
 		{"POST /v1/workspaces", s.handleCreateWorkspace},
@@ -130,7 +131,7 @@ func (s *Service) routes() http.Handler {
 			}()
 			w = sw
 		}
-		if strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != openAPIPath && !s.authorized(r) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != openAPIPath && r.URL.Path != client.IdentifyPath && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="patina"`)
 			writeError(w, fmt.Errorf("%w: send Authorization: Bearer <token> (the token is in the sidecar's state directory)", errUnauthorized))
 			return
@@ -217,6 +218,20 @@ func (s *Service) tokenBearer(r *http.Request) bool {
 
 func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+}
+
+// nonceRE is an identify request's nonce: 32 to 128 hex digits.
+var nonceRE = regexp.MustCompile(`^[0-9a-f]{32,128}$`)
+
+// handleIdentify proves, without the token, that this sidecar holds it
+// (client.Verifying): a client asks before it sends the token.
+func (s *Service) handleIdentify(w http.ResponseWriter, r *http.Request) {
+	nonce := r.URL.Query().Get("nonce")
+	if !nonceRE.MatchString(nonce) {
+		writeError(w, fmt.Errorf("%w: nonce must be 32 to 128 lowercase hex digits", errInvalid))
+		return
+	}
+	writeJSON(w, http.StatusOK, client.Identity{Proof: client.IdentityProof(s.token, nonce)})
 }
 
 // writeJSON writes v with the given status (no HTML escaping: commands

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -164,4 +165,27 @@ func FuzzDecodeRequests(f *testing.F) {
 			}
 		}
 	})
+}
+
+// GET /v1/identify proves the token without sending it; a nonce that is
+// not hex is refused.
+func TestIdentify(t *testing.T) {
+	s := &Service{token: "the-token"}
+	nonce := strings.Repeat("ab", 16)
+	w := httptest.NewRecorder()
+	s.handleIdentify(w, httptest.NewRequest(http.MethodGet, client.IdentifyPath+"?nonce="+nonce, nil))
+	var id client.Identity
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &id) != nil || id.Proof != client.IdentityProof("the-token", nonce) {
+		t.Fatalf("exp the proof, got %d %s", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "the-token") {
+		t.Fatal("the answer holds the token")
+	}
+	for _, bad := range []string{"", "xyz", strings.Repeat("a", 31), strings.Repeat("a", 129), strings.Repeat("AB", 16)} {
+		w := httptest.NewRecorder()
+		s.handleIdentify(w, httptest.NewRequest(http.MethodGet, client.IdentifyPath+"?nonce="+bad, nil))
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("nonce %q: exp 400, got %d", bad, w.Code)
+		}
+	}
 }

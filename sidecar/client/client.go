@@ -135,6 +135,10 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader, 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && errors.Is(err, ErrNotSidecar) {
+			return nil, ue.Err // its message names the server; not the call's URL again
+		}
 		return nil, err
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {

@@ -179,12 +179,14 @@ func (a *app) client() (*client.Client, error) {
 	}
 	a.conn = c
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	hc := &http.Client{Transport: &http.Transport{
+	// The token goes only to a server that proves it holds it: after a
+	// sidecar dies, another program may listen on its port.
+	hc := &http.Client{Transport: client.Verifying(&http.Transport{
 		Proxy:               nil, // the sidecar is local: never go through a proxy
 		DialContext:         d.DialContext,
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     30 * time.Second,
-	}}
+	}, c.Token)}
 	return client.New(c.Addr, c.Token, hc), nil
 }
 

@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/patina-dev/patina/sidecar/client"
 )
 
 func TestResolveConnection(t *testing.T) {
@@ -123,7 +129,7 @@ func TestUnauthorized(t *testing.T) {
 	env := f.env()
 	env[envToken] = "wrong"
 	r := runCLI(t, env, "", "ws", "ls")
-	if r.code != exitFailure || !strings.Contains(r.stderr, "refused the token from PATINA_TOKEN") {
+	if r.code != exitFailure || !strings.Contains(r.stderr, "could not prove it holds the token from PATINA_TOKEN, so patina did not send it") {
 		t.Errorf("exp exit 1 and a token message, got %d: %q", r.code, r.stderr)
 	}
 	// No token anywhere.
@@ -205,5 +211,40 @@ func TestNoAnswer(t *testing.T) {
 	exp := "patina: the sidecar at " + addr + " (from PATINA_ADDR) did not answer within 300ms.\n"
 	if code != exitFailure || !strings.HasPrefix(errb.String(), exp) {
 		t.Errorf("exp exit 1 and %q, got %d and %q", exp, code, errb.String())
+	}
+}
+
+// A program listening where the state directory says the sidecar is (a
+// dead sidecar's port, taken) never receives the token: the CLI asks for
+// proof first, and says what it found.
+func TestTokenNotSentToSquatter(t *testing.T) {
+	var sawToken atomic.Bool
+	squatter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawToken.Store(true)
+		}
+		if r.URL.Path == client.IdentifyPath {
+			// A guess, and an echo of what a real sidecar would answer
+			// for another token.
+			writeFakeJSON(w, http.StatusOK, client.Identity{Proof: client.IdentityProof("not-the-token", r.URL.Query().Get("nonce"))})
+			return
+		}
+		writeFakeJSON(w, http.StatusOK, []client.Workspace{})
+	}))
+	defer squatter.Close()
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, discoveryFile), fmt.Sprintf(`{"addr":%q,"pid":1}`, strings.TrimPrefix(squatter.URL, "http://")))
+	mustWrite(t, filepath.Join(dir, tokenFile), "the-real-token\n")
+	r := runCLI(t, map[string]string{envStateDir: dir}, "", "ws", "ls")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "could not prove it holds the token from "+filepath.Join(dir, tokenFile)+", so patina did not send it") || strings.Count(r.stderr, "patina:") != 1 || strings.Contains(r.stderr, `Get "`) {
+		t.Fatalf("exp one clear refusal, got %d %q", r.code, r.stderr)
+	}
+	if sawToken.Load() {
+		t.Fatal("the squatter received the token")
+	}
+	// The real fake sidecar proves it, and is used.
+	f := newFakeSidecar(t)
+	if r := runCLI(t, f.env(), "", "ws", "ls"); r.code != 0 {
+		t.Fatalf("exp the sidecar that proves it to be used, got %d %q", r.code, r.stderr)
 	}
 }

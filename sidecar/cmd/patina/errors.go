@@ -36,6 +36,11 @@ func (a *app) explain(err error) string {
 			c.Addr, from, noAnswer.after)
 	case errors.As(err, &msgErr):
 		return msgErr.msg
+	case errors.Is(err, client.ErrNotSidecar):
+		return fmt.Sprintf("the server at %s%s could not prove it holds the token from %s, so patina did not send it: "+
+			"the token is not that sidecar's (is that the right state directory (--state-dir, %s) or token (--token, %s)?), "+
+			"or another program listens there (is `patina serve` running?)",
+			c.Addr, from, c.TokenFrom, envStateDir, envToken)
 	case errors.As(err, &apiErr) && apiErr.Code == client.CodeUnauthorized:
 		if c.TokenFrom == "" {
 			return fmt.Sprintf("the sidecar at %s wants a token and patina has none: "+

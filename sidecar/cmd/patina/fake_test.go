@@ -194,6 +194,10 @@ func newFakeSidecar(t *testing.T) *fakeSidecar {
 			writeFakeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 			return
 		}
+		if r.URL.Path == client.IdentifyPath {
+			writeFakeJSON(w, http.StatusOK, client.Identity{Proof: client.IdentityProof(f.token, r.URL.Query().Get("nonce"))})
+			return
+		}
 		if r.Header.Get("Authorization") != "Bearer "+f.token {
 			writeFakeError(w, http.StatusUnauthorized, client.CodeUnauthorized, "missing or wrong bearer token")
 			return
