@@ -28,6 +28,13 @@ export class PatinaConnectionError extends PatinaError {}
 export class InvalidError extends PatinaError {}
 /** 401 `unauthorized`: a missing or wrong token. */
 export class UnauthorizedError extends PatinaError {}
+/**
+ * The server at the sidecar's address could not prove it holds the token
+ * (`GET /v1/identify`), so the token was not sent to it: the token is not
+ * that sidecar's, or another program listens there (a dead sidecar's port,
+ * taken). Code `not_sidecar`, status 0.
+ */
+export class NotSidecarError extends UnauthorizedError {}
 /** 404 `not_found`: no such workspace, session, command, file or port. */
 export class NotFoundError extends PatinaError {}
 /** 405 `method_not_allowed`. */

@@ -1,8 +1,9 @@
 // The HTTP transport over node:http (no runtime dependency; unlike fetch in
 // Node 18, no default timeout cuts a long command's answer).
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import * as http from "node:http";
 import * as https from "node:https";
-import { errorFrom, PatinaConnectionError } from "./errors.js";
+import { errorFrom, NotSidecarError, PatinaConnectionError } from "./errors.js";
 
 /** Escapes one path segment. */
 export const seg = (s: string): string => encodeURIComponent(s);
@@ -25,6 +26,7 @@ export class Transport {
   readonly url: URL;
   readonly token: string;
   readonly timeoutMs: number | undefined;
+  private verified = false;
 
   constructor(baseUrl: string, token: string, timeoutMs: number | undefined) {
     this.url = new URL(baseUrl);
@@ -52,9 +54,43 @@ export class Transport {
     return out;
   }
 
+  /**
+   * Makes the server prove it holds the token before the token is sent to
+   * it (once): `GET /v1/identify?nonce=N` answers the hex HMAC-SHA256 of
+   * "patina identify v1 " + N keyed with the token. After a sidecar dies,
+   * another program may listen on its port; it gets nothing. Rejects with
+   * NotSidecarError.
+   */
+  async verify(): Promise<void> {
+    if (this.verified || !this.token) return;
+    const nonce = Buffer.from(randomBytes(16)).toString("hex");
+    const res = await this.send("GET", "/v1/identify", { query: { nonce }, timeoutMs: this.timeoutMs ?? 30_000 }, false);
+    const raw = await readAll(res, 4096);
+    const want = createHmac("sha256", this.token).update("patina identify v1 " + nonce).digest("hex");
+    let proof = "";
+    try {
+      proof = String((JSON.parse(new TextDecoder().decode(raw)) as { proof?: unknown }).proof ?? "");
+    } catch {
+      proof = "";
+    }
+    const ok = (res.statusCode ?? 0) === 200 && proof.length === want.length && timingSafeEqual(Buffer.from(proof, "utf8"), Buffer.from(want, "utf8"));
+    if (!ok) {
+      throw new NotSidecarError(
+        `the server at ${this.base} could not prove it holds the token, so the token was not sent: the token is not that sidecar's, or another program listens there (is \`patina serve\` running?)`,
+        "not_sidecar", 0);
+    }
+    this.verified = true;
+  }
+
   /** Sends a request; resolves to a 2xx answer (whose body the caller reads), rejects with the error of its code. */
-  open(method: string, p: string, o: RequestOptions = {}): Promise<http.IncomingMessage> {
-    const headers = this.headers(o.headers);
+  async open(method: string, p: string, o: RequestOptions = {}): Promise<http.IncomingMessage> {
+    await this.verify();
+    return this.send(method, p, o, true);
+  }
+
+  /** open without verify; withToken: send the token. A non-2xx answer is an error only withToken. */
+  private send(method: string, p: string, o: RequestOptions, withToken: boolean): Promise<http.IncomingMessage> {
+    const headers = withToken ? this.headers(o.headers) : { "User-Agent": "patina-client-typescript", ...o.headers };
     let body: Uint8Array | undefined = o.body;
     if (o.json !== undefined) {
       body = new TextEncoder().encode(JSON.stringify(o.json));
@@ -83,7 +119,7 @@ export class Transport {
       });
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) {
+        if ((status >= 200 && status < 300) || !withToken) {
           if (timeout) req.setTimeout(0);
           resolve(res);
           return;

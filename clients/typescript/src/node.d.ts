@@ -52,6 +52,10 @@ declare module "node:crypto" {
   export function createHash(algorithm: string): {
     update(data: string | Uint8Array): { digest(encoding: "base64"): string };
   };
+  export function createHmac(algorithm: string, key: string | Uint8Array): {
+    update(data: string | Uint8Array): { digest(encoding: "hex"): string };
+  };
+  export function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean;
 }
 
 declare module "node:fs/promises" {
@@ -82,10 +86,10 @@ declare module "node:os" {
 declare const process: { env: Record<string, string | undefined> };
 
 interface NodeBuffer extends Uint8Array {
-  toString(encoding?: "utf8" | "base64" | "latin1"): string;
+  toString(encoding?: "utf8" | "base64" | "latin1" | "hex"): string;
 }
 declare const Buffer: {
-  from(data: string, encoding: "utf8" | "base64" | "latin1"): NodeBuffer;
+  from(data: string, encoding: "utf8" | "base64" | "latin1" | "hex"): NodeBuffer;
   from(data: Uint8Array): NodeBuffer;
   concat(list: readonly Uint8Array[]): NodeBuffer;
   alloc(size: number): NodeBuffer;

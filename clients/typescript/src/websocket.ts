@@ -41,7 +41,8 @@ export class WebSocketConn {
     if (head.length) this.onData(head);
   }
 
-  static connect(t: Transport, path: string): Promise<WebSocketConn> {
+  static async connect(t: Transport, path: string): Promise<WebSocketConn> {
+    await t.verify();
     const key = Buffer.from(randomBytes(16)).toString("base64");
     const req = (t.url.protocol === "https:" ? https : http).request({
       protocol: t.url.protocol,

@@ -32,7 +32,8 @@ test("health, openapi, auth, discovery", async () => {
   const doc = await client.openapi();
   assert.match(doc.openapi, /^3\.1/);
   assert.ok(doc.paths["/v1/workspaces/{id}/sessions/{sid}/exec"]);
-  await assert.rejects(new Client({ url: client.url, token: "wrong" }).workspaces(), (e) => e instanceof patina.UnauthorizedError && e.status === 401);
+  // A wrong token is never sent: the sidecar cannot prove it holds it.
+  await assert.rejects(new Client({ url: client.url, token: "wrong" }).workspaces(), (e) => e instanceof patina.NotSidecarError && e instanceof patina.UnauthorizedError);
   await assert.rejects(new Client({ url: "127.0.0.1:1", token: "x" }).health(), patina.PatinaConnectionError);
   const dir = join(tmp, "state");
   mkdirSync(dir);
@@ -217,4 +218,22 @@ test("git: diff, commit, merge exactly what was reviewed, fork, log", async () =
   } finally {
     await g.delete();
   }
+});
+
+test("a server that cannot prove it holds the token never receives it", async () => {
+  const { createServer } = await import("node:http");
+  const seen = [];
+  const squatter = createServer((req, res) => {
+    seen.push(req.headers.authorization);
+    res.setHeader("Content-Type", "application/json");
+    res.end(JSON.stringify({ proof: "0".repeat(64) }));
+  });
+  await new Promise((r) => squatter.listen(0, "127.0.0.1", r));
+  try {
+    const url = `http://127.0.0.1:${squatter.address().port}`;
+    await assert.rejects(new Client({ url, token: "the-real-token" }).workspaces(), patina.NotSidecarError);
+  } finally {
+    squatter.close();
+  }
+  assert.ok(seen.length > 0 && seen.every((h) => h === undefined));
 });

@@ -3,13 +3,16 @@ on the loopback: a connection costs little, and streams need their own)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import http.client
 import json
+import secrets
 import socket
 import urllib.parse
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
-from .errors import PatinaConnectionError, PatinaError, error_for
+from .errors import NotSidecarError, PatinaConnectionError, PatinaError, error_for
 
 # Bounds what an error answer may hold (the sidecar's are small).
 _MAX_ERROR_BODY = 1 << 20
@@ -39,14 +42,49 @@ class Transport:
         self.prefix = u.path.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self._verified = False
 
     def headers(self, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
         h = {"User-Agent": "patina-client-python"}
         if self.token:
+            self.verify()
             h["Authorization"] = "Bearer " + self.token
         if extra:
             h.update(extra)
         return h
+
+    def verify(self) -> None:
+        """Makes the server prove it holds the token before the token is
+        sent to it (once): ``GET /v1/identify?nonce=N`` answers the hex
+        HMAC-SHA256 of ``"patina identify v1 " + N`` keyed with the token.
+        After a sidecar dies, another program may listen on its port; it
+        gets nothing. Raises ``NotSidecarError``."""
+        if self._verified:
+            return
+        nonce = secrets.token_hex(16)
+        conn = self._connection(self.timeout if self.timeout is not None else 30.0)
+        try:
+            conn.request("GET", self.prefix + "/v1/identify?nonce=" + nonce, headers={"User-Agent": "patina-client-python"})
+            resp = conn.getresponse()
+            status, raw = resp.status, resp.read(4096)
+        except (ConnectionError, socket.gaierror, socket.timeout, OSError) as e:
+            raise PatinaConnectionError(
+                "cannot reach the patina sidecar at %s: %s (is `patina serve` running? "
+                "its address comes from PATINA_ADDR or <state-dir>/sidecar.json)" % (self.base_url, e)
+            ) from e
+        finally:
+            conn.close()
+        want = hmac.new(self.token.encode("utf-8"), ("patina identify v1 " + nonce).encode("ascii"), hashlib.sha256).hexdigest()
+        try:
+            proof = str(json.loads(raw.decode("utf-8")).get("proof", ""))
+        except (ValueError, AttributeError):
+            proof = ""
+        if status != 200 or not hmac.compare_digest(proof, want):
+            raise NotSidecarError(
+                "the server at %s could not prove it holds the token, so the token was not sent: the token is "
+                "not that sidecar's, or another program listens there (is `patina serve` running?)" % self.base_url
+            )
+        self._verified = True
 
     def _connection(self, timeout: Optional[float]) -> http.client.HTTPConnection:
         if self.scheme == "https":

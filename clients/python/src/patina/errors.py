@@ -58,6 +58,15 @@ class UnauthorizedError(PatinaError):
     code = "unauthorized"
 
 
+class NotSidecarError(UnauthorizedError):
+    """The server at the sidecar's address could not prove it holds the
+    token (``GET /v1/identify``), so the token was not sent to it: the token
+    is not that sidecar's, or another program listens there (a dead
+    sidecar's port, taken). Code ``not_sidecar``, status 0."""
+
+    code = "not_sidecar"
+
+
 class NotFoundError(PatinaError):
     """404 ``not_found``: no such workspace, session, command, file or port."""
 
