@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/patina-dev/patina/internal/proxybody"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/console"
@@ -162,6 +163,7 @@ func (s *Service) handlePreview(w http.ResponseWriter, r *http.Request) {
 				pr.Out.Header.Del(h)
 			}
 			pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+			proxybody.Limit(pr.Out)
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			// The workspace may not set or clear cookies or storage on the

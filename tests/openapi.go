@@ -21,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/patina-dev/patina/internal/proxybody"
 	"github.com/patina-dev/patina/sidecar/openapi"
 )
 
@@ -166,6 +167,7 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 				io.Reader
 				io.Closer
 			}{io.MultiReader(bytes.NewReader(b), req.Body), req.Body}
+			proxybody.Limit(send)
 		}
 		in.Request = probe
 		reqErr = openapi3filter.ValidateRequest(req.Context(), in)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/patina-dev/patina/internal/proxybody"
 )
 
 // Bounds of an intercepted connection. Unlike the proxy's tunnels, which
@@ -205,6 +207,7 @@ func (h *intercepted) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.Scheme = "https"
 	pr.Out.URL.Host = pr.In.Host
 	pr.Out.Host = pr.In.Host
+	proxybody.Limit(pr.Out)
 	ms := h.v.matching(h.id, h.host)
 	for _, vals := range pr.Out.Header {
 		for i, val := range vals {
