@@ -25,7 +25,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/image"
 	"github.com/patina-dev/patina/sidecar/metrics"
 	"github.com/patina-dev/patina/sidecar/secrets"
-	"github.com/patina-dev/patina/sidecar/template"
+	"github.com/patina-dev/patina/sidecar/template/builder"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -50,7 +50,7 @@ type Service struct {
 	net    *boundary
 	vault  *secrets.Vault
 	mgr    *workspace.Manager
-	tpl    *template.Manager // nil: no templates
+	tpl    *builder.Manager // nil: no templates
 	token  string
 	// console is the web console (package console): its page, sign-in and
 	// browser keys; metrics are the operators' figures (GET /metrics).
@@ -111,10 +111,10 @@ func New(cfg Config) (*Service, error) {
 	disks, disksWhy := openDisks(cfg, eng, abs, logger)
 	// Templates are built through the engine's own build API: a Docker
 	// client that has one (every real one; not a test's fake).
-	var templates *template.Manager
+	var templates *builder.Manager
 	var wsTemplates workspace.Templates
-	if api, ok := cfg.Docker.(template.API); ok {
-		templates = template.New(template.Config{StateDir: abs, Logger: logger, Runtime: cfg.Runtime, CPUs: cfg.DefaultCPUs}, api)
+	if api, ok := cfg.Docker.(builder.API); ok {
+		templates = builder.New(builder.Config{StateDir: abs, Logger: logger, Runtime: cfg.Runtime, CPUs: cfg.DefaultCPUs}, api)
 		wsTemplates = templates
 	}
 	mgr, err := workspace.New(workspace.Config{
@@ -354,7 +354,7 @@ func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error)
 
 // metricsExtras are the warm pool's and the templates' figures, where the
 // sidecar has them.
-func metricsExtras(cfg Config, mgr *workspace.Manager, templates *template.Manager) metrics.Extras {
+func metricsExtras(cfg Config, mgr *workspace.Manager, templates *builder.Manager) metrics.Extras {
 	var x metrics.Extras
 	if cfg.WarmPool > 0 {
 		x.Pool = func() (int, int, int, int64) {

@@ -26,6 +26,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/pkg/stdcopy"
 	"golang.org/x/sys/unix"
+
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 // agentVolume is the read-only volume holding the patina binary the
@@ -325,19 +327,8 @@ func (v *agentVolume) prune(ctx context.Context, d *Docker) {
 	}
 }
 
-// AgentStart says how to start a workspace's agent.
-type AgentStart struct {
-	WorkspaceID string
-	Token       string
-	// Takeover makes the new agent replace one that holds the socket but
-	// does not answer.
-	Takeover bool
-	// Args are more flags for `patina agent serve`.
-	Args []string
-	// Boot says the container has just been created or started: if its
-	// init starts the agent (LabelAgentInit), StartAgent leaves that to it.
-	Boot bool
-}
+// AgentStart: engine.AgentStart.
+type AgentStart = engine.AgentStart
 
 // agentTokenEnv carries an agent's token (agent.TokenEnv).
 const agentTokenEnv = "PATINA_AGENT_TOKEN"

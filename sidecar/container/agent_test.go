@@ -26,13 +26,13 @@ import (
 	"github.com/patina-dev/patina/sidecar/image"
 )
 
-// distinctEngine is engine(t, "") shipping a copy of the test agent with
+// distinctEngine is testEngine(t, "") shipping a copy of the test agent with
 // random bytes appended: its agent volume is its own (named after its
 // hash), made by no other test, and removed at the end. wrap, if not nil,
 // wraps the client.
 func distinctEngine(t *testing.T, wrap func(*client.Client) API) (*Docker, *client.Client) {
 	t.Helper()
-	d0, cli := engine(t, "")
+	d0, cli := testEngine(t, "")
 	b, err := os.ReadFile(d0.cfg.Binary)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/patina-dev/patina/sidecar/disk"
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 // Labels on everything patina owns (containers, volumes, its network).
@@ -64,7 +65,7 @@ const (
 	AgentDir    = "/.patina/bin"
 	AgentPath   = AgentDir + "/patina"
 	StatePath   = "/.patina/state"
-	RepoObjects = "/.patina/repo/objects"
+	RepoObjects = engine.RepoObjects
 )
 
 // API is the part of the Docker client this package uses.
@@ -97,44 +98,14 @@ type API interface {
 
 var _ API = (*client.Client)(nil)
 
-// ErrNotFound: no such container.
-var ErrNotFound = errors.New("container not found")
+// ErrNotFound: engine.ErrNotFound.
+var ErrNotFound = engine.ErrNotFound
 
-// Mount is a bind mount of a host directory.
-type Mount struct {
-	Source, Target string
-	ReadOnly       bool
-}
+// Mount: engine.Mount.
+type Mount = engine.Mount
 
-// Spec describes a workspace's container.
-type Spec struct {
-	WorkspaceID string
-	Name        string // workspace name (also the container's hostname)
-	Repo        string
-	Image       string
-	Env         map[string]string
-	MemoryMB    int64
-	CPUs        float64
-	PidsLimit   int64
-	// Network is "none" (no network), or anything else: the sidecar's own
-	// network, whose traffic its egress proxy and rules own.
-	Network string
-	// Files is the host directory mounted at /workspace; "" gives the
-	// workspace a volume of its own.
-	Files string
-	// Disk is where the workspace's disk is mounted on the host
-	// (sidecar/disk): its files, its state and its container's writable
-	// layer are kept there (Files is then not used). "": no disk, volumes.
-	Disk string
-	// Mounts are further host directories (read-only object stores).
-	Mounts []Mount
-	// Placement are cluster placement constraints ("node.labels.gpu==1");
-	// only an engine that places workspaces on nodes (Swarm) takes them.
-	Placement []string
-	// Agent says how the agent runs, for an engine that starts it with the
-	// container (Swarm) rather than through StartAgent.
-	Agent AgentStart
-}
+// Spec: engine.Spec.
+type Spec = engine.Spec
 
 // Capabilities a workspace keeps, and why; every other one is dropped
 // (Docker's defaults include MKNOD, SETFCAP, NET_RAW, FSETID, SETPCAP,
@@ -551,16 +522,8 @@ func (d *Docker) networkUsed(ctx context.Context, id string) (bool, error) {
 	return false, nil
 }
 
-// State is what Inspect reports.
-type State struct {
-	ID      string
-	Running bool
-	Status  string // Docker's: created, running, exited, dead...
-	Error   string
-	Pid     int
-	// Image is the id of the container's image.
-	Image string
-}
+// State: engine.State.
+type State = engine.State
 
 // Inspect returns a container's state; ErrNotFound when it is gone.
 func (d *Docker) Inspect(ctx context.Context, id string) (State, error) {
@@ -681,15 +644,8 @@ func RemoveVolumes(ctx context.Context, api VolumeAPI, workspaceID string) error
 	return errors.Join(errs...)
 }
 
-// Owned is a container patina created, found by its labels.
-type Owned struct {
-	ID          string
-	WorkspaceID string
-	Name        string
-	Repo        string
-	StateDir    string
-	Running     bool
-}
+// Owned: engine.Owned.
+type Owned = engine.Owned
 
 // List finds every container patina owns (for this state directory).
 func (d *Docker) List(ctx context.Context) ([]Owned, error) {

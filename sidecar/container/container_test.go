@@ -3,7 +3,6 @@ package container
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,9 +25,9 @@ import (
 	"github.com/patina-dev/patina/sidecar/image"
 )
 
-// engine returns a Docker engine shipping a minimal agent binary built
+// testEngine returns a Docker engine shipping a minimal agent binary built
 // from testdata, or fails when Docker is missing (skips under -short).
-func engine(t *testing.T, transport string) (*Docker, *client.Client) {
+func testEngine(t *testing.T, transport string) (*Docker, *client.Client) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs Docker (skipped with -short)")
@@ -83,7 +82,7 @@ func agentClient(d *Docker, cid, wsid, token string) *agent.Client {
 func TestAgentInContainer(t *testing.T) {
 	for _, transport := range []string{"netns", "exec"} {
 		t.Run(transport, func(t *testing.T) {
-			d, _ := engine(t, transport)
+			d, _ := testEngine(t, transport)
 			ctx := context.Background()
 			id := "t" + strings.ReplaceAll(transport, "n", "") + "1"
 			cid, err := d.Create(ctx, spec(id))
@@ -116,7 +115,7 @@ func TestAgentInContainer(t *testing.T) {
 // The agent is killed from inside (kill -9 -1): the client recovers it
 // and the shell that ran the kill survives, its session intact.
 func TestAgentKilledFromInside(t *testing.T) {
-	d, _ := engine(t, "")
+	d, _ := testEngine(t, "")
 	ctx := context.Background()
 	cid, err := d.Create(ctx, spec("tkill"))
 	if err != nil {
@@ -145,29 +144,6 @@ func TestAgentKilledFromInside(t *testing.T) {
 	}
 }
 
-func TestSeal(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
-	dir := t.TempDir()
-	if err := Seal(dir); err != nil {
-		if testing.Short() && errors.Is(err, ErrCannotSeal) {
-			t.Skipf("mounting is not permitted here (no CAP_SYS_ADMIN): %v", err)
-		}
-		t.Fatal(err)
-	}
-	defer Unseal(dir)
-	if !Sealed(dir) {
-		t.Fatal("not sealed after Seal")
-	}
-	if err := Seal(dir); err != nil {
-		t.Fatalf("seal twice: %v", err)
-	}
-	if err := Unseal(dir); err != nil || Sealed(dir) {
-		t.Fatalf("unseal: %v", err)
-	}
-}
-
 // pruningAPI removes the agent volume just before the first workspace
 // container is created, as another sidecar's prune could.
 type pruningAPI struct {
@@ -191,7 +167,7 @@ func (p *pruningAPI) ContainerCreate(ctx context.Context, cfg *dcontainer.Config
 // the workspace starts. Another binary's volume made a moment ago is not
 // pruned.
 func TestAgentVolumeRemovedBehindOurBack(t *testing.T) {
-	d0, cli := engine(t, "")
+	d0, cli := testEngine(t, "")
 	ctx := context.Background()
 	other := "patina-agent-0000000000000000"
 	if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: other, Labels: map[string]string{LabelManaged: "1", LabelRole: "agent"}}); err != nil {
@@ -231,7 +207,7 @@ func TestAgentVolumeRemovedBehindOurBack(t *testing.T) {
 // cleared once it is old enough that no racing caller can have just
 // picked it.
 func TestDuplicateNetworks(t *testing.T) {
-	d, cli := engine(t, "")
+	d, cli := testEngine(t, "")
 	ctx := context.Background()
 	name := fmt.Sprintf("patina-dup-%d", time.Now().UnixNano())
 	named := func(name string) []string {
@@ -345,7 +321,7 @@ func TestDuplicateNetworks(t *testing.T) {
 // token stays out of the shells. Once that agent is gone, the init does not
 // start another (the sidecar's StartAgent does, alone).
 func TestAgentStartedByInit(t *testing.T) {
-	d, cli := engine(t, "")
+	d, cli := testEngine(t, "")
 	ctx := context.Background()
 	const id, token = "tinit", "init-token"
 	sp := spec(id)

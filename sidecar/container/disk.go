@@ -8,6 +8,8 @@ import (
 
 	"github.com/docker/docker/api/types/storage"
 	"github.com/docker/docker/api/types/system"
+
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 // A workspace with a disk (sidecar/disk) keeps everything it writes there:
@@ -24,9 +26,8 @@ import (
 // would not see the disk, and the workspace then has no disk limit, so the
 // create fails instead.
 
-// ErrDiskUnsupported: this engine cannot keep a workspace's container layer
-// on its disk (a remote engine, another storage driver).
-var ErrDiskUnsupported = errors.New("this engine cannot limit a workspace's disk")
+// ErrDiskUnsupported: engine.ErrDiskUnsupported.
+var ErrDiskUnsupported = engine.ErrDiskUnsupported
 
 // infoAPI is the engine's system info (its storage driver).
 type infoAPI interface {

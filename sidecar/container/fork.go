@@ -14,6 +14,8 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 // ForkAPI is what forking a workspace needs of Docker beyond API.
@@ -66,17 +68,8 @@ func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
 	return nil
 }
 
-// CopySpec copies one workspace's volumes (its sessions' state and, for a
-// scratch workspace, its files) or host directory into another's.
-type CopySpec struct {
-	From, To string // workspace ids
-	// FromFiles and ToFiles are the workspaces' host directories at
-	// /workspace; "" for a files volume.
-	FromFiles, ToFiles string
-	// Image runs the copy (any image: the copy is the read-only patina
-	// binary of the agent volume).
-	Image string
-}
+// CopySpec: engine.CopySpec.
+type CopySpec = engine.CopySpec
 
 // copyTimeout bounds a fork's copy of volumes.
 const copyTimeout = 30 * time.Minute

@@ -120,7 +120,7 @@ func (c *countingImages) ImageLoad(ctx context.Context, r io.Reader, opts ...cli
 // The engine loads the image under the ID patina computed, with the layer
 // patina made; a second ensure finds it without loading it again.
 func TestOwnImageLoads(t *testing.T) {
-	_, cli := engine(t, "")
+	_, cli := testEngine(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	im := testImage(t, fmt.Sprintf("content %d", time.Now().UnixNano()))

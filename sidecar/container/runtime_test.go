@@ -28,7 +28,7 @@ func TestTransportFor(t *testing.T) {
 // A sidecar asked for runsc on an engine that lacks it says so at start,
 // with how to register it; its agents are reached by exec.
 func TestRuntimeMissing(t *testing.T) {
-	d0, cli := engine(t, "")
+	d0, cli := testEngine(t, "")
 	info, err := cli.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
+
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 // SwarmAPI is the part of the Docker client the Swarm engine uses: a
@@ -41,18 +43,14 @@ type SwarmAPI interface {
 
 var _ SwarmAPI = (*client.Client)(nil)
 
-// ErrUnsupported: the engine cannot do this.
-var ErrUnsupported = errors.New("not supported by this engine")
+// ErrUnsupported: engine.ErrUnsupported.
+var ErrUnsupported = engine.ErrUnsupported
 
-// ErrNodeDown: the node a workspace is pinned to (where its volumes are)
-// is down, drained or paused; it can run again when the node is back.
-var ErrNodeDown = errors.New("the workspace's node is unavailable")
+// ErrNodeDown: engine.ErrNodeDown.
+var ErrNodeDown = engine.ErrNodeDown
 
-// ErrNotPlaced: the swarm could not run a new workspace (no node meets its
-// constraints or has the resources, or the node its task went to rejected
-// it: the image or the node's binary missing there, its network failing).
-// Nothing of the workspace is left behind.
-var ErrNotPlaced = errors.New("the swarm could not run the workspace")
+// ErrNotPlaced: engine.ErrNotPlaced.
+var ErrNotPlaced = engine.ErrNotPlaced
 
 // Where a Swarm workspace's agent listens (on its own overlay network) and
 // finds its token.

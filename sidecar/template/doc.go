@@ -18,4 +18,9 @@
 // container with a workspace's dropped capabilities, no-new-privileges,
 // no network and bounds on memory, processes and time. Nothing runs on
 // the host. See DESIGN.md.
+//
+// This package holds the templates' values, names and errors and the
+// checks of devcontainer.json and Dockerfiles, and imports no engine's
+// package; sidecar/template/builder builds, lists and removes templates
+// on a Docker engine.
 package template

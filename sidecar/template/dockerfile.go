@@ -125,26 +125,26 @@ func parseInstruction(s string, line int) (instruction, error) {
 	return ins, nil
 }
 
-// dockerfileCheck is what a Dockerfile needs from the engine.
-type dockerfileCheck struct {
-	images []string // FROM and --from images (not stages), in order, once each
-	run    bool     // it has RUN steps (ONBUILD's are not run by this build)
+// DockerfileCheck is what a Dockerfile needs from the engine.
+type DockerfileCheck struct {
+	Images []string // FROM and --from images (not stages), in order, once each
+	Run    bool     // it has RUN steps (ONBUILD's are not run by this build)
 }
 
-// checkDockerfile refuses what would reach outside the build, and lists
+// CheckDockerfile refuses what would reach outside the build, and lists
 // the images the build needs.
-func checkDockerfile(name string, data []byte) (dockerfileCheck, error) {
+func CheckDockerfile(name string, data []byte) (DockerfileCheck, error) {
 	inss, err := parseDockerfile(data)
 	if err != nil {
-		return dockerfileCheck{}, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		return DockerfileCheck{}, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 	}
-	var c dockerfileCheck
+	var c DockerfileCheck
 	stages := map[string]bool{}
 	seen := map[string]bool{}
 	need := func(ref string) {
 		if !seen[ref] {
 			seen[ref] = true
-			c.images = append(c.images, ref)
+			c.Images = append(c.Images, ref)
 		}
 	}
 	at := func(ins instruction) string { return fmt.Sprintf("%s line %d", name, ins.line) }
@@ -161,7 +161,7 @@ func checkDockerfile(name string, data []byte) (dockerfileCheck, error) {
 			}
 			return check(inner, true)
 		case "RUN":
-			c.run = c.run || !onbuild
+			c.Run = c.Run || !onbuild
 		case "FROM":
 			if len(ins.args) == 0 {
 				return fmt.Errorf("%w: %s: FROM names no image", ErrInvalid, at(ins))
@@ -206,11 +206,11 @@ func checkDockerfile(name string, data []byte) (dockerfileCheck, error) {
 	}
 	for _, ins := range inss {
 		if err := check(ins, false); err != nil {
-			return dockerfileCheck{}, err
+			return DockerfileCheck{}, err
 		}
 	}
-	if len(c.images) == 0 && !hasFrom(inss) {
-		return dockerfileCheck{}, fmt.Errorf("%w: %s has no FROM", ErrInvalid, name)
+	if len(c.Images) == 0 && !hasFrom(inss) {
+		return DockerfileCheck{}, fmt.Errorf("%w: %s has no FROM", ErrInvalid, name)
 	}
 	return c, nil
 }

@@ -19,13 +19,13 @@ func TestCheckDockerfile(t *testing.T) {
 		{"scratch", "FROM scratch\nCOPY a /a\n", nil},
 	}
 	for _, c := range ok {
-		got, err := checkDockerfile("Dockerfile", []byte(c.df))
+		got, err := CheckDockerfile("Dockerfile", []byte(c.df))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if !slices.Equal(got.images, c.images) {
-			t.Errorf("%s: images %q, want %q", c.name, got.images, c.images)
+		if !slices.Equal(got.Images, c.images) {
+			t.Errorf("%s: images %q, want %q", c.name, got.Images, c.images)
 		}
 	}
 	bad := []struct{ name, df, want string }{
@@ -40,7 +40,7 @@ func TestCheckDockerfile(t *testing.T) {
 		{"no from", "RUN true\n", "has no FROM"},
 	}
 	for _, c := range bad {
-		_, err := checkDockerfile("Dockerfile", []byte(c.df))
+		_, err := CheckDockerfile("Dockerfile", []byte(c.df))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want ErrInvalid with %q", c.name, err, c.want)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -152,7 +152,7 @@ func (w *workspace) adopt(ctx context.Context) {
 	} else {
 		st, err := m.eng.Inspect(ctx, md.ContainerID)
 		switch {
-		case errors.Is(err, container.ErrNotFound):
+		case errors.Is(err, engine.ErrNotFound):
 			if !md.Stopped && why == "" {
 				why = "its container was removed outside patina"
 			}

@@ -18,8 +18,9 @@ import (
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
+	"github.com/patina-dev/patina/sidecar/engine"
+	"github.com/patina-dev/patina/sidecar/hostdir"
 	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -331,7 +332,7 @@ func (m *Manager) makeWorktreeDir(dir string) error {
 
 // seal makes dir nosuid,nodev where this process may mount.
 func (m *Manager) seal(dir string) {
-	if err := container.Seal(dir); err != nil {
+	if err := hostdir.Seal(dir); err != nil {
 		m.log.Warn("cannot make the worktree nosuid,nodev (its parents stay 0700)", "dir", dir, "err", err)
 	}
 }
@@ -340,20 +341,20 @@ func (m *Manager) seal(dir string) {
 // container is gone: nothing writes it any more). RemoveAll never follows
 // a symlink the workspace left.
 func (m *Manager) removeWorktreeDir(dir string) {
-	_ = container.Unseal(dir)
+	_ = hostdir.Unseal(dir)
 	if err := os.RemoveAll(dir); err != nil {
 		m.log.Warn("remove the worktree", "dir", dir, "err", err)
 	}
 }
 
 // spec is the workspace's container.
-func (w *workspace) spec() container.Spec {
+func (w *workspace) spec() engine.Spec {
 	md := w.meta
 	img := md.Image
 	if md.ImageID != "" {
 		img = md.ImageID
 	}
-	s := container.Spec{
+	s := engine.Spec{
 		WorkspaceID: md.ID,
 		Name:        md.Name,
 		Repo:        md.Repo,
@@ -366,13 +367,13 @@ func (w *workspace) spec() container.Spec {
 		Files:       md.Worktree,
 		Disk:        w.diskPath(),
 		Placement:   md.Placement,
-		Agent:       container.AgentStart{WorkspaceID: md.ID, Token: md.AgentToken, Args: w.agentArgs()},
+		Agent:       engine.AgentStart{WorkspaceID: md.ID, Token: md.AgentToken, Args: w.agentArgs()},
 	}
 	for i, d := range md.Objects {
-		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: objectsTarget(i), ReadOnly: true})
+		s.Mounts = append(s.Mounts, engine.Mount{Source: d, Target: objectsTarget(i), ReadOnly: true})
 	}
 	for i, d := range md.ObjectDirs {
-		s.Mounts = append(s.Mounts, container.Mount{Source: d, Target: legacyObjectsTarget(i, d), ReadOnly: true})
+		s.Mounts = append(s.Mounts, engine.Mount{Source: d, Target: legacyObjectsTarget(i, d), ReadOnly: true})
 	}
 	return s
 }
@@ -427,7 +428,7 @@ func (m *Manager) diskSupport(ctx context.Context) error {
 // their host paths, where the repository's alternates file names them.
 func legacyObjectsTarget(i int, hostDir string) string {
 	if i == 0 {
-		return container.RepoObjects
+		return engine.RepoObjects
 	}
 	return hostDir
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/sessiontest"
 	"github.com/patina-dev/patina/sidecar/agent"
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -50,7 +50,7 @@ type fakeEngine struct {
 
 type fakeContainer struct {
 	id, wsid string
-	spec     container.Spec
+	spec     engine.Spec
 	dir      string // the container's files: workspace/ and state/
 	running  bool
 	agent    *fakeAgent
@@ -89,12 +89,12 @@ func (e *fakeEngine) Commit(_ context.Context, id, _, ref string) error {
 	e.images = append(e.images, ref)
 	return nil
 }
-func (e *fakeEngine) CopyVolumes(context.Context, container.CopySpec) error {
+func (e *fakeEngine) CopyVolumes(context.Context, engine.CopySpec) error {
 	return errors.New("fake engine: no copy")
 }
 func (e *fakeEngine) RemoveImage(context.Context, string) error { return nil }
 
-func (e *fakeEngine) Create(ctx context.Context, spec container.Spec) (string, error) {
+func (e *fakeEngine) Create(ctx context.Context, spec engine.Spec) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -115,7 +115,7 @@ func (e *fakeEngine) Create(ctx context.Context, spec container.Spec) (string, e
 func (e *fakeEngine) get(id string) (*fakeContainer, error) {
 	c, ok := e.containers[id]
 	if !ok {
-		return nil, fmt.Errorf("container %s: %w", id, container.ErrNotFound)
+		return nil, fmt.Errorf("container %s: %w", id, engine.ErrNotFound)
 	}
 	return c, nil
 }
@@ -134,7 +134,7 @@ func (e *fakeEngine) Start(ctx context.Context, id string) error {
 // DiskSupport: the fake engine keeps no layers (its workspaces get no
 // disks unless a test gives the Manager some).
 func (e *fakeEngine) DiskSupport(context.Context) error {
-	return fmt.Errorf("%w: the fake engine", container.ErrDiskUnsupported)
+	return fmt.Errorf("%w: the fake engine", engine.ErrDiskUnsupported)
 }
 
 func (e *fakeEngine) BindDisk(ctx context.Context, _, _ string) error { return e.DiskSupport(ctx) }
@@ -181,7 +181,7 @@ func (e *fakeEngine) RemoveVolumes(ctx context.Context, wsid string) error {
 	return os.RemoveAll(filepath.Join(e.root, wsid))
 }
 
-func (e *fakeEngine) Inspect(ctx context.Context, id string) (container.State, error) {
+func (e *fakeEngine) Inspect(ctx context.Context, id string) (engine.State, error) {
 	e.mu.Lock()
 	c, err := e.get(id)
 	block := err == nil && e.blockInspect[c.wsid]
@@ -189,20 +189,20 @@ func (e *fakeEngine) Inspect(ctx context.Context, id string) (container.State, e
 	e.mu.Unlock()
 	if block {
 		<-ctx.Done()
-		return container.State{}, ctx.Err()
+		return engine.State{}, ctx.Err()
 	}
 	if err != nil {
-		return container.State{}, err
+		return engine.State{}, err
 	}
-	return container.State{ID: id, Running: running, Status: "running"}, nil
+	return engine.State{ID: id, Running: running, Status: "running"}, nil
 }
 
-func (e *fakeEngine) List(ctx context.Context) ([]container.Owned, error) {
+func (e *fakeEngine) List(ctx context.Context) ([]engine.Owned, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []container.Owned
+	var out []engine.Owned
 	for _, c := range e.containers {
-		out = append(out, container.Owned{ID: c.id, WorkspaceID: c.wsid, Running: c.running})
+		out = append(out, engine.Owned{ID: c.id, WorkspaceID: c.wsid, Running: c.running})
 	}
 	return out, nil
 }
@@ -217,7 +217,7 @@ func socketName(cid string) string {
 	return fmt.Sprintf("@patina-fake-engine-%d-%s", os.Getpid(), cid)
 }
 
-func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.AgentStart) error {
+func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a engine.AgentStart) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c, err := e.get(cid)
@@ -284,7 +284,7 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a container.Age
 // host paths the fake "container" sees.
 type remapGit struct {
 	agent.Git
-	spec container.Spec
+	spec engine.Spec
 }
 
 func (g remapGit) Init(ctx context.Context, req agent.GitInitRequest) error {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -107,7 +107,7 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 			img = ref
 			w.meta.ForkImage = ref
 			*undo = append(*undo, func() { _ = m.eng.RemoveImage(context.WithoutCancel(ctx), ref) })
-		case errors.Is(err, container.ErrNotFound) || md.ContainerID == "":
+		case errors.Is(err, engine.ErrNotFound) || md.ContainerID == "":
 			// Its container was removed: nothing outside the volumes to carry.
 			m.log.Warn("fork: the source's container is gone; the fork starts from its image", "workspace_id", md.ID)
 		default:
@@ -115,7 +115,7 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 		}
 		w.meta.Image = img
 		*undo = append(*undo, func() { _ = m.eng.RemoveVolumes(context.WithoutCancel(ctx), w.meta.ID) })
-		return m.eng.CopyVolumes(ctx, container.CopySpec{
+		return m.eng.CopyVolumes(ctx, engine.CopySpec{
 			From: md.ID, To: w.meta.ID, FromFiles: md.Worktree, ToFiles: w.meta.Worktree, Image: md.Image,
 		})
 	}}

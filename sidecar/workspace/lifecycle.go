@@ -9,7 +9,7 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -71,7 +71,7 @@ func (w *workspace) stopWhy(ctx context.Context, idleWhy string) error {
 		w.saveCache(ctx, c)
 	}
 	w.closeAgent()
-	if err := m.eng.Stop(ctx, w.containerID(), m.cfg.StopTimeout); err != nil && !errors.Is(err, container.ErrNotFound) {
+	if err := m.eng.Stop(ctx, w.containerID(), m.cfg.StopTimeout); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return fmt.Errorf("stop workspace: %w", err)
 	}
 	m.cfg.Network.Forget(w.id())
@@ -150,7 +150,7 @@ func (w *workspace) start(ctx context.Context) error {
 	}
 	st, err := m.eng.Inspect(ctx, md.ContainerID)
 	switch {
-	case errors.Is(err, container.ErrNotFound) || md.ContainerID == "":
+	case errors.Is(err, engine.ErrNotFound) || md.ContainerID == "":
 		cid, err := m.eng.Create(ctx, w.spec())
 		if err != nil {
 			return fmt.Errorf("recreate its container: %w", err)

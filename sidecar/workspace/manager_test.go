@@ -15,7 +15,7 @@ import (
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/hostdir"
 )
 
 func newManager(t *testing.T, eng *fakeEngine, stateDir string) *Manager {
@@ -34,7 +34,7 @@ func newManager(t *testing.T, eng *fakeEngine, stateDir string) *Manager {
 func unsealAll(root string) {
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			_ = container.Unseal(p)
+			_ = hostdir.Unseal(p)
 		}
 		return nil
 	})

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -504,9 +504,9 @@ func (s *objectStores) names(dir string) []string {
 // from is mounted in its container.
 func objectsTarget(i int) string {
 	if i == 0 {
-		return container.RepoObjects
+		return engine.RepoObjects
 	}
-	return fmt.Sprintf("%s-%d", container.RepoObjects, i)
+	return fmt.Sprintf("%s-%d", engine.RepoObjects, i)
 }
 
 // mkdirPrivate makes dir and its missing parents 0700.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 // movedNotice is what the API says of a workspace made before the object
@@ -88,12 +88,12 @@ func (w *workspace) remakeContainer(ctx context.Context, md *meta) error {
 	switch err := m.eng.Commit(ctx, md.ContainerID, md.ID, ref); {
 	case err == nil:
 		md.Image, md.MovedImage = ref, ref
-	case errors.Is(err, container.ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		// Gone: nothing outside the volumes to keep.
 	default:
 		return fmt.Errorf("keep the workspace's container to move it to object stores: %w", err)
 	}
-	if err := m.eng.Remove(ctx, md.ContainerID); err != nil && !errors.Is(err, container.ErrNotFound) {
+	if err := m.eng.Remove(ctx, md.ContainerID); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		if md.MovedImage != "" {
 			_ = m.eng.RemoveImage(context.WithoutCancel(ctx), md.MovedImage)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/patina-dev/patina/worktree"
 )
 
-// Templates makes and finds templates (template.Manager).
+// Templates makes and finds templates (sidecar/template/builder).
 type Templates interface {
 	Make(ctx context.Context, src template.Source) (template.Template, error)
 	Get(ctx context.Context, name string) (template.Template, error)

@@ -8,31 +8,31 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
-	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
 )
 
-// Engine runs workspaces' containers (container.Docker).
+// Engine runs workspaces' containers (sidecar/container implements it on Docker and Swarm).
 type Engine interface {
 	// Local reports whether host directories can be mounted (the engine
 	// runs on the sidecar's host).
 	Local() bool
-	Create(ctx context.Context, spec container.Spec) (string, error)
+	Create(ctx context.Context, spec engine.Spec) (string, error)
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 	Remove(ctx context.Context, id string) error
 	RemoveVolumes(ctx context.Context, workspaceID string) error
-	Inspect(ctx context.Context, id string) (container.State, error)
-	List(ctx context.Context) ([]container.Owned, error)
+	Inspect(ctx context.Context, id string) (engine.State, error)
+	List(ctx context.Context) ([]engine.Owned, error)
 	Watch(ctx context.Context, fn func(workspaceID, containerID, action string))
-	StartAgent(ctx context.Context, containerID string, a container.AgentStart) error
+	StartAgent(ctx context.Context, containerID string, a engine.AgentStart) error
 	// Commit saves a container's filesystem as an image; CopyVolumes copies
 	// a workspace's volumes (and host directory) into another's;
 	// RemoveImage removes a committed image.
 	Commit(ctx context.Context, containerID, workspaceID, ref string) error
-	CopyVolumes(ctx context.Context, spec container.CopySpec) error
+	CopyVolumes(ctx context.Context, spec engine.CopySpec) error
 	RemoveImage(ctx context.Context, ref string) error
 	DialAgent(ctx context.Context, containerID string) (net.Conn, error)
 	// DiskSupport says whether workspaces here can have disks (nil) or why

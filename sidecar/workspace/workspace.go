@@ -15,8 +15,8 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/disk"
+	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -305,7 +305,7 @@ func (w *workspace) containerEvent(action string) {
 }
 
 // exitedWhy says why a container that is not running stopped.
-func exitedWhy(st container.State) string {
+func exitedWhy(st engine.State) string {
 	if st.Error == "" {
 		return "its container exited"
 	}
@@ -323,7 +323,7 @@ func (w *workspace) explain(err error) error {
 	defer cancel()
 	st, ierr := w.m.eng.Inspect(ctx, w.containerID())
 	switch {
-	case errors.Is(ierr, container.ErrNotFound):
+	case errors.Is(ierr, engine.ErrNotFound):
 		w.markStopped("its container was removed outside patina")
 	case ierr == nil && !st.Running:
 		w.markStopped(exitedWhy(st))
@@ -367,7 +367,7 @@ func (w *workspace) startAgent(ctx context.Context) error {
 	w.mu.Lock()
 	c, id, token := w.agent, w.meta.ID, w.meta.AgentToken
 	w.mu.Unlock()
-	start := container.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs(), Boot: true}
+	start := engine.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs(), Boot: true}
 	if err := w.m.eng.StartAgent(ctx, w.containerID(), start); err != nil {
 		return fmt.Errorf("start the workspace's agent: %w", err)
 	}
@@ -408,7 +408,7 @@ func (w *workspace) recoverAgent(ctx context.Context, cause error) error {
 	cid := w.containerID()
 	st, err := w.m.eng.Inspect(ctx, cid)
 	switch {
-	case errors.Is(err, container.ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		w.markStopped("its container was removed outside patina")
 		return fmt.Errorf("the container is gone")
 	case err != nil:
@@ -442,7 +442,7 @@ func (w *workspace) recoverAgent(ctx context.Context, cause error) error {
 	if l != nil {
 		l.add(worktree.Event{Kind: "agent-restarted", Message: cause.Error()})
 	}
-	return w.m.eng.StartAgent(ctx, cid, container.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs()})
+	return w.m.eng.StartAgent(ctx, cid, engine.AgentStart{WorkspaceID: id, Token: token, Takeover: true, Args: w.agentArgs()})
 }
 
 // watchAgent reconnects soon after the agent's connection breaks, so an

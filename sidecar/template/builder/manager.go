@@ -1,11 +1,10 @@
-package template
+package builder
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+
+	"github.com/patina-dev/patina/sidecar/template"
 )
 
 // Manager makes, finds and removes templates.
@@ -36,31 +37,20 @@ func New(cfg Config, api API) *Manager {
 	return &Manager{cfg: cfg, api: api, log: cfg.Logger.With("component", "template"), building: map[string]chan struct{}{}, preparing: make(chan struct{}, 1)}
 }
 
-// nameRE is a template's name: it becomes an image tag.
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
-
-// ValidName checks a template's name.
-func ValidName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%w: template name %q: want 1 to 63 of a-z, 0-9, '_', '.', '-', starting with a letter or digit", ErrInvalid, name)
-	}
-	return nil
-}
-
 // Make returns the template of src: the one its content made before, or
 // a new build.
-func (m *Manager) Make(ctx context.Context, src Source) (Template, error) {
+func (m *Manager) Make(ctx context.Context, src template.Source) (template.Template, error) {
 	if src.Name != "" {
-		if err := ValidName(src.Name); err != nil {
-			return Template{}, err
+		if err := template.ValidName(src.Name); err != nil {
+			return template.Template{}, err
 		}
 	}
 	if err := m.checkSource(ctx, &src); err != nil {
-		return Template{}, err
+		return template.Template{}, err
 	}
 	prep, err := m.prepareOne(ctx, &src)
 	if err != nil {
-		return Template{}, err
+		return template.Template{}, err
 	}
 	defer prep.remove()
 	if src.Name == "" {
@@ -68,27 +58,27 @@ func (m *Manager) Make(ctx context.Context, src Source) (Template, error) {
 	}
 	release, err := m.lock(ctx, prep.hash)
 	if err != nil {
-		return Template{}, err
+		return template.Template{}, err
 	}
 	defer release()
 	if t, ok, err := m.byHash(ctx, prep.hash); err != nil {
-		return Template{}, err
+		return template.Template{}, err
 	} else if ok {
 		if t.Name != src.Name {
-			if err := m.api.ImageTag(ctx, t.ImageID, Ref(src.Name)); err != nil {
-				return Template{}, fmt.Errorf("tag template %s: %w", src.Name, err)
+			if err := m.api.ImageTag(ctx, t.ImageID, template.Ref(src.Name)); err != nil {
+				return template.Template{}, fmt.Errorf("tag template %s: %w", src.Name, err)
 			}
 		}
-		t.Name, t.Ref = src.Name, Ref(src.Name)
+		t.Name, t.Ref = src.Name, template.Ref(src.Name)
 		return t, nil
 	}
 	start := time.Now()
 	if err := m.build(ctx, src, prep); err != nil {
-		return Template{}, err
+		return template.Template{}, err
 	}
 	t, err := m.Get(ctx, src.Name)
 	if err != nil {
-		return Template{}, err
+		return template.Template{}, err
 	}
 	t.Built = true
 	m.log.Info("template built", "template", t.Name, "hash", t.Hash[:12], "repo", src.Repo, "duration", time.Since(start).Round(time.Millisecond))
@@ -121,10 +111,10 @@ func (m *Manager) lock(ctx context.Context, hash string) (func(), error) {
 }
 
 // byHash finds the template a content made.
-func (m *Manager) byHash(ctx context.Context, hash string) (Template, bool, error) {
-	list, err := m.api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelHash+"="+hash))})
+func (m *Manager) byHash(ctx context.Context, hash string) (template.Template, bool, error) {
+	list, err := m.api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", template.LabelHash+"="+hash))})
 	if err != nil {
-		return Template{}, false, fmt.Errorf("list templates: %w", err)
+		return template.Template{}, false, fmt.Errorf("list templates: %w", err)
 	}
 	for _, s := range list {
 		ts := fromSummary(s)
@@ -132,30 +122,30 @@ func (m *Manager) byHash(ctx context.Context, hash string) (Template, bool, erro
 			return ts[0], true, nil
 		}
 	}
-	return Template{}, false, nil
+	return template.Template{}, false, nil
 }
 
 // Get finds the template named name.
-func (m *Manager) Get(ctx context.Context, name string) (Template, error) {
-	if err := ValidName(name); err != nil {
-		return Template{}, err
+func (m *Manager) Get(ctx context.Context, name string) (template.Template, error) {
+	if err := template.ValidName(name); err != nil {
+		return template.Template{}, err
 	}
-	insp, err := m.api.ImageInspect(ctx, Ref(name))
+	insp, err := m.api.ImageInspect(ctx, template.Ref(name))
 	if errdefs.IsNotFound(err) {
-		return Template{}, fmt.Errorf("%w: no template %q (patina template ls lists them)", ErrNotFound, name)
+		return template.Template{}, fmt.Errorf("%w: no template %q (patina template ls lists them)", template.ErrNotFound, name)
 	}
 	if err != nil {
-		return Template{}, fmt.Errorf("inspect template %s: %w", name, err)
+		return template.Template{}, fmt.Errorf("inspect template %s: %w", name, err)
 	}
 	var labels map[string]string
 	if insp.Config != nil {
 		labels = insp.Config.Labels
 	}
-	if labels[LabelHash] == "" {
-		return Template{}, fmt.Errorf("%w: no template %q (the image %s is not one)", ErrNotFound, name, Ref(name))
+	if labels[template.LabelHash] == "" {
+		return template.Template{}, fmt.Errorf("%w: no template %q (the image %s is not one)", template.ErrNotFound, name, template.Ref(name))
 	}
-	t := Template{Name: name, Ref: Ref(name), ImageID: insp.ID, Hash: labels[LabelHash], Size: insp.Size}
-	_ = json.Unmarshal([]byte(labels[LabelSpec]), &t.Spec)
+	t := template.Template{Name: name, Ref: template.Ref(name), ImageID: insp.ID, Hash: labels[template.LabelHash], Size: insp.Size}
+	_ = json.Unmarshal([]byte(labels[template.LabelSpec]), &t.Spec)
 	if c, err := time.Parse(time.RFC3339Nano, insp.Created); err == nil {
 		t.CreatedAt = c
 	}
@@ -163,12 +153,12 @@ func (m *Manager) Get(ctx context.Context, name string) (Template, error) {
 }
 
 // List returns every template, by name.
-func (m *Manager) List(ctx context.Context) ([]Template, error) {
-	list, err := m.api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelHash))})
+func (m *Manager) List(ctx context.Context) ([]template.Template, error) {
+	list, err := m.api.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", template.LabelHash))})
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
-	var out []Template
+	var out []template.Template
 	for _, s := range list {
 		out = append(out, fromSummary(s)...)
 	}
@@ -177,17 +167,17 @@ func (m *Manager) List(ctx context.Context) ([]Template, error) {
 }
 
 // fromSummary is a template per patina-template tag of an image.
-func fromSummary(s image.Summary) []Template {
-	var spec Spec
-	_ = json.Unmarshal([]byte(s.Labels[LabelSpec]), &spec)
-	var out []Template
+func fromSummary(s image.Summary) []template.Template {
+	var spec template.Spec
+	_ = json.Unmarshal([]byte(s.Labels[template.LabelSpec]), &spec)
+	var out []template.Template
 	for _, tag := range s.RepoTags {
-		name, ok := strings.CutPrefix(tag, Repository+":")
+		name, ok := strings.CutPrefix(tag, template.Repository+":")
 		if !ok {
 			continue
 		}
-		out = append(out, Template{
-			Name: name, Ref: tag, ImageID: s.ID, Hash: s.Labels[LabelHash], Spec: spec,
+		out = append(out, template.Template{
+			Name: name, Ref: tag, ImageID: s.ID, Hash: s.Labels[template.LabelHash], Spec: spec,
 			Size: s.Size, CreatedAt: time.Unix(s.Created, 0).UTC(),
 		})
 	}
@@ -200,12 +190,12 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if _, err := m.Get(ctx, name); err != nil {
 		return err
 	}
-	_, err := m.api.ImageRemove(ctx, Ref(name), image.RemoveOptions{PruneChildren: true})
+	_, err := m.api.ImageRemove(ctx, template.Ref(name), image.RemoveOptions{PruneChildren: true})
 	switch {
 	case errdefs.IsConflict(err):
-		return fmt.Errorf("%w: template %s: a workspace uses it; delete the workspace first", ErrInUse, name)
+		return fmt.Errorf("%w: template %s: a workspace uses it; delete the workspace first", template.ErrInUse, name)
 	case errdefs.IsNotFound(err):
-		return fmt.Errorf("%w: no template %q", ErrNotFound, name)
+		return fmt.Errorf("%w: no template %q", template.ErrNotFound, name)
 	case err != nil:
 		return fmt.Errorf("remove template %s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package template
+package builder
 
 import (
 	"archive/tar"
@@ -25,6 +25,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	pcontainer "github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/sidecar/template"
 )
 
 // dockerfileEntry is where the Dockerfile goes in the context sent to the
@@ -52,7 +53,7 @@ func (p prepared) open() (*os.File, error) { return os.Open(p.context) }
 
 // prepareOne loads and prepares src's context, one at a time (see
 // Manager.preparing); the loaded context is dropped once it is on disk.
-func (m *Manager) prepareOne(ctx context.Context, src *Source) (prepared, error) {
+func (m *Manager) prepareOne(ctx context.Context, src *template.Source) (prepared, error) {
 	select {
 	case m.preparing <- struct{}{}:
 	case <-ctx.Done():
@@ -75,7 +76,7 @@ func (m *Manager) prepareOne(ctx context.Context, src *Source) (prepared, error)
 // everything that makes the template: devcontainer.json's bytes, the
 // Dockerfile, every file of the context (name, type, mode, link target,
 // content), and the base image's id for a config without a build.
-func (m *Manager) prepare(src Source) (prepared, error) {
+func (m *Manager) prepare(src template.Source) (prepared, error) {
 	h := sha256.New()
 	field := func(b []byte) {
 		var n [8]byte
@@ -92,7 +93,7 @@ func (m *Manager) prepare(src Source) (prepared, error) {
 		return prepared{hash: hex.EncodeToString(h.Sum(nil))}, nil
 	}
 	if int64(len(src.Context)) > m.cfg.MaxContextBytes {
-		return prepared{}, fmt.Errorf("%w: the build context %s is larger than %d MiB", ErrInvalid, contextName(src.Config.Context), m.cfg.MaxContextBytes>>20)
+		return prepared{}, fmt.Errorf("%w: the build context %s is larger than %d MiB", template.ErrInvalid, contextName(src.Config.Context), m.cfg.MaxContextBytes>>20)
 	}
 	f, err := os.CreateTemp(m.cfg.StateDir, "template-context-*.tar")
 	if err != nil {
@@ -115,10 +116,10 @@ func (m *Manager) prepare(src Source) (prepared, error) {
 			break
 		}
 		if err != nil {
-			return prepared{}, fmt.Errorf("%w: read the build context: %v", ErrInvalid, err)
+			return prepared{}, fmt.Errorf("%w: read the build context: %v", template.ErrInvalid, err)
 		}
 		if n++; n > maxContextEntries {
-			return prepared{}, fmt.Errorf("%w: the build context holds more than %d files", ErrInvalid, maxContextEntries)
+			return prepared{}, fmt.Errorf("%w: the build context holds more than %d files", template.ErrInvalid, maxContextEntries)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
@@ -148,7 +149,7 @@ func (m *Manager) prepare(src Source) (prepared, error) {
 		}
 		if size > 0 {
 			if _, err := io.CopyN(io.MultiWriter(h, tw), tr, size); err != nil {
-				return prepared{}, fmt.Errorf("%w: read the build context: %v", ErrInvalid, err)
+				return prepared{}, fmt.Errorf("%w: read the build context: %v", template.ErrInvalid, err)
 			}
 		}
 	}
@@ -181,7 +182,7 @@ func contextName(c string) string {
 // build makes the template's image: the Dockerfile built (or the image
 // taken), then the create commands run in a container of it, which is
 // committed as patina-template:<name>.
-func (m *Manager) build(ctx context.Context, src Source, prep prepared) error {
+func (m *Manager) build(ctx context.Context, src template.Source, prep prepared) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.BuildTimeout)
 	defer cancel()
 	progress := src.Progress
@@ -201,7 +202,7 @@ func (m *Manager) build(ctx context.Context, src Source, prep prepared) error {
 		}()
 		base = buildTag
 	}
-	spec := Spec{
+	spec := template.Spec{
 		Repo: src.Repo, Source: src.File, Env: src.Config.Env,
 		WorkspaceFolder: src.Config.WorkspaceFolder, ForwardPorts: src.Config.ForwardPorts, Ignored: src.Config.Ignored,
 	}
@@ -215,7 +216,7 @@ const cpuPeriod = 100_000
 // offline, from local images checked by checkSource), no host mounts (the
 // classic builder has none), memory and CPU bounds, an nproc ulimit,
 // nothing pulled.
-func (m *Manager) dockerBuild(ctx context.Context, src Source, prep prepared, tag string, progress io.Writer) error {
+func (m *Manager) dockerBuild(ctx context.Context, src template.Source, prep prepared, tag string, progress io.Writer) error {
 	args := map[string]*string{}
 	for _, k := range slices.Sorted(maps.Keys(src.Config.Args)) {
 		v := src.Config.Args[k]
@@ -224,7 +225,7 @@ func (m *Manager) dockerBuild(ctx context.Context, src Source, prep prepared, ta
 	mem := m.cfg.MemoryMB << 20
 	cf, err := prep.open()
 	if err != nil {
-		return &BuildError{Step: "build", Err: "read the build context: " + err.Error()}
+		return &template.BuildError{Step: "build", Err: "read the build context: " + err.Error()}
 	}
 	defer cf.Close()
 	resp, err := m.api.ImageBuild(ctx, cf, build.ImageBuildOptions{
@@ -246,7 +247,7 @@ func (m *Manager) dockerBuild(ctx context.Context, src Source, prep prepared, ta
 		// for each; the committed template carries them.
 	})
 	if err != nil {
-		return &BuildError{Step: "build", Err: err.Error()}
+		return &template.BuildError{Step: "build", Err: err.Error()}
 	}
 	defer resp.Body.Close()
 	tail := newTail(m.cfg.TailLines, progress)
@@ -265,9 +266,9 @@ func (m *Manager) dockerBuild(ctx context.Context, src Source, prep prepared, ta
 			break
 		} else if err != nil {
 			if ctx.Err() != nil {
-				return &BuildError{Step: "build", Err: "took longer than " + m.cfg.BuildTimeout.String(), Tail: tail.lines()}
+				return &template.BuildError{Step: "build", Err: "took longer than " + m.cfg.BuildTimeout.String(), Tail: tail.lines()}
 			}
-			return &BuildError{Step: "build", Err: "read the engine's answer: " + err.Error(), Tail: tail.lines()}
+			return &template.BuildError{Step: "build", Err: "read the engine's answer: " + err.Error(), Tail: tail.lines()}
 		}
 		switch {
 		case msg.Error != "":
@@ -281,7 +282,7 @@ func (m *Manager) dockerBuild(ctx context.Context, src Source, prep prepared, ta
 	}
 	tail.flush()
 	if failed != "" {
-		return &BuildError{Step: "build", Err: strings.TrimSpace(failed), Tail: tail.lines()}
+		return &template.BuildError{Step: "build", Err: strings.TrimSpace(failed), Tail: tail.lines()}
 	}
 	return nil
 }
@@ -303,13 +304,13 @@ done
 // as a workspace is (capabilities, no-new-privileges, limits) and with no
 // network, the context's files in a throwaway /workspace, and commits it
 // as the template.
-func (m *Manager) runCommands(ctx context.Context, src Source, prep prepared, base string, spec Spec, progress io.Writer) error {
+func (m *Manager) runCommands(ctx context.Context, src template.Source, prep prepared, base string, spec template.Spec, progress io.Writer) error {
 	insp, err := m.api.ImageInspect(ctx, base)
 	if err != nil {
-		return fmt.Errorf("%w: image %s: %v", ErrInvalid, base, err)
+		return fmt.Errorf("%w: image %s: %v", template.ErrInvalid, base, err)
 	}
 	specJSON, _ := json.Marshal(spec)
-	labels := map[string]string{LabelHash: prep.hash, LabelSpec: string(specJSON), pcontainer.LabelManaged: "1"}
+	labels := map[string]string{template.LabelHash: prep.hash, template.LabelSpec: string(specJSON), pcontainer.LabelManaged: "1"}
 	env := make([]string, 0, len(spec.Env))
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		env = append(env, k+"="+spec.Env[k])
@@ -322,7 +323,7 @@ func (m *Manager) runCommands(ctx context.Context, src Source, prep prepared, ba
 		Cmd:        []string{},
 		Env:        env,
 		WorkingDir: "/workspace",
-		Labels:     map[string]string{LabelBuild: prep.hash, pcontainer.LabelStateDir: m.cfg.StateDir},
+		Labels:     map[string]string{template.LabelBuild: prep.hash, pcontainer.LabelStateDir: m.cfg.StateDir},
 	}
 	host := &container.HostConfig{
 		Runtime:     m.cfg.Runtime,
@@ -335,7 +336,7 @@ func (m *Manager) runCommands(ctx context.Context, src Source, prep prepared, ba
 	}
 	c, err := m.api.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
-		return &BuildError{Step: "create commands", Err: err.Error()}
+		return &template.BuildError{Step: "create commands", Err: err.Error()}
 	}
 	defer func() {
 		_ = m.api.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -343,17 +344,17 @@ func (m *Manager) runCommands(ctx context.Context, src Source, prep prepared, ba
 	if prep.context != "" {
 		cf, err := prep.open()
 		if err != nil {
-			return &BuildError{Step: "create commands", Err: "read the build context: " + err.Error()}
+			return &template.BuildError{Step: "create commands", Err: "read the build context: " + err.Error()}
 		}
 		err = m.api.CopyToContainer(ctx, c.ID, "/workspace", cf, container.CopyToContainerOptions{})
 		cf.Close()
 		if err != nil {
-			return &BuildError{Step: "create commands", Err: "copy the build context in: " + err.Error()}
+			return &template.BuildError{Step: "create commands", Err: "copy the build context in: " + err.Error()}
 		}
 	}
 	waitC, errC := m.api.ContainerWait(ctx, c.ID, container.WaitConditionNextExit)
 	if err := m.api.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
-		return &BuildError{Step: "create commands", Err: err.Error()}
+		return &template.BuildError{Step: "create commands", Err: err.Error()}
 	}
 	tail := newTail(m.cfg.TailLines, progress)
 	logs, err := m.api.ContainerLogs(ctx, c.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
@@ -367,16 +368,16 @@ func (m *Manager) runCommands(ctx context.Context, src Source, prep prepared, ba
 	case w := <-waitC:
 		code = w.StatusCode
 		if w.Error != nil {
-			return &BuildError{Step: "create commands", Err: w.Error.Message, Tail: tail.lines()}
+			return &template.BuildError{Step: "create commands", Err: w.Error.Message, Tail: tail.lines()}
 		}
 	case err := <-errC:
 		if ctx.Err() != nil {
-			return &BuildError{Step: "create commands", Err: "took longer than " + m.cfg.BuildTimeout.String(), Tail: tail.lines()}
+			return &template.BuildError{Step: "create commands", Err: "took longer than " + m.cfg.BuildTimeout.String(), Tail: tail.lines()}
 		}
-		return &BuildError{Step: "create commands", Err: err.Error(), Tail: tail.lines()}
+		return &template.BuildError{Step: "create commands", Err: err.Error(), Tail: tail.lines()}
 	}
 	if code != 0 {
-		return &BuildError{Step: "create commands", Err: fmt.Sprintf("exit status %d", code), Tail: tail.lines()}
+		return &template.BuildError{Step: "create commands", Err: fmt.Sprintf("exit status %d", code), Tail: tail.lines()}
 	}
 	commitCfg := &container.Config{Labels: labels, Env: env, WorkingDir: "/workspace", Cmd: []string{"/bin/bash"}, Entrypoint: []string{}}
 	if insp.Config != nil {
@@ -391,7 +392,7 @@ func (m *Manager) runCommands(ctx context.Context, src Source, prep prepared, ba
 			commitCfg.User = u
 		}
 	}
-	if _, err := m.api.ContainerCommit(ctx, c.ID, container.CommitOptions{Reference: Ref(src.Name), Config: commitCfg, Comment: "patina template " + src.Name}); err != nil {
+	if _, err := m.api.ContainerCommit(ctx, c.ID, container.CommitOptions{Reference: template.Ref(src.Name), Config: commitCfg, Comment: "patina template " + src.Name}); err != nil {
 		return fmt.Errorf("save template %s: %w", src.Name, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package template
+package builder
 
 import (
 	"archive/tar"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/patina-dev/patina/sidecar/template"
 )
 
 type entry struct {
@@ -44,10 +46,10 @@ func TestPrepareHash(t *testing.T) {
 	dir := t.TempDir()
 	m := New(Config{StateDir: dir}, nil)
 	base := []entry{{name: "a.txt", body: "a", mode: 0o644, typ: tar.TypeReg}, {name: "link", link: "/etc/shadow", mode: 0o777, typ: tar.TypeSymlink}}
-	src := func(dockerfile string, es ...entry) Source {
-		return Source{Raw: []byte(`{"build":{"dockerfile":"Dockerfile"}}`), Config: Devcontainer{Dockerfile: ".devcontainer/Dockerfile"}, Dockerfile: []byte(dockerfile), Context: mkTar(t, es...)}
+	src := func(dockerfile string, es ...entry) template.Source {
+		return template.Source{Raw: []byte(`{"build":{"dockerfile":"Dockerfile"}}`), Config: template.Devcontainer{Dockerfile: ".devcontainer/Dockerfile"}, Dockerfile: []byte(dockerfile), Context: mkTar(t, es...)}
 	}
-	hash := func(s Source) string {
+	hash := func(s template.Source) string {
 		t.Helper()
 		p, err := m.prepare(s)
 		if err != nil {
@@ -60,7 +62,7 @@ func TestPrepareHash(t *testing.T) {
 	if h0 != hash(src("FROM x\n", base...)) {
 		t.Fatal("the same content hashed differently")
 	}
-	for name, s := range map[string]Source{
+	for name, s := range map[string]template.Source{
 		"dockerfile": src("FROM y\n", base...),
 		"file":       src("FROM x\n", entry{name: "a.txt", body: "b", mode: 0o644, typ: tar.TypeReg}, base[1]),
 		"mode":       src("FROM x\n", entry{name: "a.txt", body: "a", mode: 0o755, typ: tar.TypeReg}, base[1]),
@@ -117,7 +119,7 @@ func TestPrepareHash(t *testing.T) {
 	}
 	// Bounds.
 	small := New(Config{MaxContextBytes: 1024, StateDir: dir}, nil)
-	if _, err := small.prepare(src("FROM x\n", entry{name: "big", body: string(make([]byte, 4096)), mode: 0o644, typ: tar.TypeReg})); !errors.Is(err, ErrInvalid) {
+	if _, err := small.prepare(src("FROM x\n", entry{name: "big", body: string(make([]byte, 4096)), mode: 0o644, typ: tar.TypeReg})); !errors.Is(err, template.ErrInvalid) {
 		t.Fatalf("a context over the bound: %v", err)
 	}
 	// Only the context file kept above is on disk.

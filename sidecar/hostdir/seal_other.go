@@ -1,6 +1,6 @@
 //go:build !linux
 
-package container
+package hostdir
 
 import (
 	"errors"
