@@ -3,19 +3,10 @@ package sidecar
 import (
 	"errors"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 
-	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/container"
-	"github.com/patina-dev/patina/sidecar/image"
-	"github.com/patina-dev/patina/sidecar/secrets"
-	"github.com/patina-dev/patina/sidecar/template"
 	"github.com/patina-dev/patina/sidecar/workspace"
-	"github.com/patina-dev/patina/worktree"
 )
 
 // Errors of the HTTP layer itself; the domain's map too.
@@ -29,7 +20,8 @@ var (
 )
 
 // status maps an error to its HTTP status and API code. It is the one place
-// where errors become statuses.
+// where errors become statuses: the HTTP layer's own errors, and the
+// domain's kinds (workspace.Kind).
 func status(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	switch {
@@ -37,60 +29,44 @@ func status(err error) (int, string) {
 		return http.StatusUnauthorized, client.CodeUnauthorized
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, client.CodeMethodNotAllowed
-	case errors.Is(err, errTooLarge), errors.As(err, &mbe), errors.Is(err, agent.ErrTooLarge):
+	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, client.CodeTooLarge
-	case errors.Is(err, workspace.ErrInvalid), errors.Is(err, agent.ErrEscapes),
-		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENAMETOOLONG),
-		errors.Is(err, session.ErrInvalid), errors.Is(err, worktree.ErrInvalidName),
-		errors.Is(err, worktree.ErrUnsupported), errors.Is(err, image.ErrInvalid),
-		errors.Is(err, workspace.ErrUnsupported), errors.Is(err, secrets.ErrInvalid),
-		errors.Is(err, template.ErrInvalid), errors.Is(err, template.ErrBuild):
-		return http.StatusBadRequest, client.CodeInvalid
-	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, session.ErrNotFound),
-		errors.Is(err, worktree.ErrNotFound), errors.Is(err, os.ErrNotExist), errors.Is(err, secrets.ErrNotFound),
-		errors.Is(err, template.ErrNotFound):
-		return http.StatusNotFound, client.CodeNotFound
-	case errors.Is(err, session.ErrBusy):
-		return http.StatusConflict, client.CodeBusy
-	case errors.Is(err, workspace.ErrStopped):
-		return http.StatusConflict, client.CodeStopped
-	case errors.Is(err, session.ErrEnded), errors.Is(err, session.ErrClosed):
-		return http.StatusConflict, client.CodeEnded
-	case errors.Is(err, session.ErrNotRunning):
-		return http.StatusConflict, client.CodeNotRunning
-	case errors.Is(err, agent.ErrNotListening):
-		return http.StatusConflict, client.CodeNotListening
-	case errors.Is(err, workspace.ErrNoRepository):
-		return http.StatusConflict, client.CodeNoRepository
-	case errors.Is(err, workspace.ErrExists), errors.Is(err, session.ErrExists),
-		errors.Is(err, worktree.ErrExists), errors.Is(err, worktree.ErrConflict),
-		errors.Is(err, worktree.ErrDirty), errors.Is(err, worktree.ErrNoTarget),
-		errors.Is(err, agent.ErrConflict), errors.Is(err, os.ErrExist),
-		errors.Is(err, workspace.ErrUnreviewed), errors.Is(err, template.ErrInUse):
-		return http.StatusConflict, client.CodeConflict
-	case errors.Is(err, worktree.ErrRejected), errors.Is(err, errPreviewRedirect):
+	case errors.Is(err, errPreviewRedirect):
 		return http.StatusUnprocessableEntity, client.CodeRejected
-	case errors.Is(err, worktree.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge, client.CodeTooLarge
-	case errors.Is(err, workspace.ErrAdopting):
-		return http.StatusServiceUnavailable, client.CodeAdopting
-	case errors.Is(err, agent.ErrUnavailable), errors.Is(err, session.ErrLocked):
-		return http.StatusServiceUnavailable, client.CodeAgentUnavailable
-	case errors.Is(err, errUnavailable), errors.Is(err, image.ErrMissing), errors.Is(err, container.ErrNodeDown), errors.Is(err, container.ErrAgentBinary),
-		errors.Is(err, container.ErrNotPlaced):
+	case errors.Is(err, errUnavailable):
 		return http.StatusServiceUnavailable, client.CodeUnavailable
 	}
+	if s, ok := kindStatus[workspace.Kind(err)]; ok {
+		return s.status, s.code
+	}
 	return http.StatusInternalServerError, client.CodeInternal
+}
+
+// kindStatus is the status and code of each of the domain's kinds.
+var kindStatus = map[error]struct {
+	status int
+	code   string
+}{
+	workspace.ErrInvalid:          {http.StatusBadRequest, client.CodeInvalid},
+	workspace.ErrNotFound:         {http.StatusNotFound, client.CodeNotFound},
+	workspace.ErrBusy:             {http.StatusConflict, client.CodeBusy},
+	workspace.ErrStopped:          {http.StatusConflict, client.CodeStopped},
+	workspace.ErrEnded:            {http.StatusConflict, client.CodeEnded},
+	workspace.ErrNotRunning:       {http.StatusConflict, client.CodeNotRunning},
+	workspace.ErrNotListening:     {http.StatusConflict, client.CodeNotListening},
+	workspace.ErrNoRepository:     {http.StatusConflict, client.CodeNoRepository},
+	workspace.ErrConflict:         {http.StatusConflict, client.CodeConflict},
+	workspace.ErrRejected:         {http.StatusUnprocessableEntity, client.CodeRejected},
+	workspace.ErrTooLarge:         {http.StatusRequestEntityTooLarge, client.CodeTooLarge},
+	workspace.ErrAdopting:         {http.StatusServiceUnavailable, client.CodeAdopting},
+	workspace.ErrAgentUnavailable: {http.StatusServiceUnavailable, client.CodeAgentUnavailable},
+	workspace.ErrUnavailable:      {http.StatusServiceUnavailable, client.CodeUnavailable},
 }
 
 // categories are the sentinels that name a kind of failure, which the
 // answer's code already says. Wrapped with "%w: ...", their text leads the
 // message, sometimes twice (each layer that wraps adds it again).
-var categories = []error{
-	workspace.ErrInvalid, workspace.ErrNotFound, workspace.ErrExists,
-	session.ErrInvalid, session.ErrNotFound, session.ErrExists, session.ErrBusy,
-	errInvalid, errNotFound, errTooLarge,
-}
+var categories = append([]error{errInvalid, errNotFound, errTooLarge}, workspace.Categories...)
 
 // message is what an answer's "error" says: err's text without the
 // leading category sentinels it wraps (the code names the category), so

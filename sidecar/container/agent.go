@@ -58,10 +58,8 @@ type agentVolume struct {
 	ready atomic.Bool // verified by this process since it was last filled or found
 }
 
-// ErrAgentBinary: the agent's binary on an engine (its volume, or a swarm
-// node's --node-binary) is not, or could not be checked to be, this
-// sidecar's own.
-var ErrAgentBinary = errors.New("the agent's binary could not be verified")
+// ErrAgentBinary: engine.ErrAgentBinary.
+var ErrAgentBinary = engine.ErrAgentBinary
 
 func (v *agentVolume) load(path string) error {
 	f, err := os.Open(path)

@@ -21,3 +21,12 @@ var ErrNodeDown = errors.New("the workspace's node is unavailable")
 // it: the image or the node's binary missing there, its network failing).
 // Nothing of the workspace is left behind.
 var ErrNotPlaced = errors.New("the swarm could not run the workspace")
+
+// ErrImageMissing: an image is not on the engine and could not be pulled;
+// the wrapping error says how to build or load it.
+var ErrImageMissing = errors.New("image missing")
+
+// ErrAgentBinary: the agent's binary on an engine (its volume, or a swarm
+// node's --node-binary) is not, or could not be checked to be, this
+// sidecar's own.
+var ErrAgentBinary = errors.New("the agent's binary could not be verified")

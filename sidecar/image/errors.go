@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/patina-dev/patina/sidecar/engine"
 )
 
 var (
 	// ErrMissing means an image is not present in the Docker engine and could
 	// not be pulled. The wrapping error says how to build or load it.
-	ErrMissing = errors.New("image missing")
+	ErrMissing = engine.ErrImageMissing
 
 	// ErrNoMirror means the apt configuration names no usable Debian mirror
 	// for the wanted suite.

@@ -2,9 +2,9 @@ package workspace
 
 import "errors"
 
-// Sentinel errors. The Manager's errors wrap these, session's (ErrBusy,
-// ErrEnded ...), worktree's (ErrConflict, ErrDirty ...) and agent's
-// (ErrUnavailable, ErrEscapes, ErrTooLarge); check them with errors.Is.
+// Sentinel errors. The Manager's errors wrap these, or errors of what it
+// drives (session, worktree, the agent, the engine) that Kind maps to
+// them; check them with errors.Is, or ask Kind.
 var (
 	// ErrInvalid: a request is malformed or out of range.
 	ErrInvalid = errors.New("invalid request")
@@ -23,4 +23,25 @@ var (
 	// ErrUnsupported: the engine cannot do this (a repository workspace on a
 	// remote engine).
 	ErrUnsupported = errors.New("not supported")
+	// ErrBusy: the session runs another command.
+	ErrBusy = errors.New("session is busy")
+	// ErrEnded: the session's shell has ended.
+	ErrEnded = errors.New("session has ended")
+	// ErrNotRunning: the command has already finished.
+	ErrNotRunning = errors.New("command is not running")
+	// ErrNotListening: nothing listens on that port in the workspace.
+	ErrNotListening = errors.New("nothing listens on that port in the workspace")
+	// ErrConflict: it exists already, a merge would conflict, a tree is
+	// dirty, or the work was not what was reviewed.
+	ErrConflict = errors.New("conflict")
+	// ErrRejected: objects a workspace sent failed patina's checks.
+	ErrRejected = errors.New("rejected")
+	// ErrTooLarge: a body, file, pack or object over its limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrAgentUnavailable: the workspace's agent cannot be reached, or
+	// misbehaves; only its workspace is affected.
+	ErrAgentUnavailable = errors.New("workspace agent unavailable")
+	// ErrUnavailable: something the workspace needs is missing or down (an
+	// image, a swarm node, the agent's binary).
+	ErrUnavailable = errors.New("unavailable")
 )
