@@ -350,3 +350,63 @@ func TestAgentBinaryFlag(t *testing.T) {
 		t.Fatalf("exp serve to refuse a script as the agent, naming --agent-binary, got %v:\n%s", err, lastLines(string(out), 10))
 	}
 }
+
+// patina-agent (sidecar/cmd/patina-agent), the in-container program alone,
+// shipped with --agent-binary: workspaces run on it as on patina itself
+// (init, agent, sessions that keep their state, a fork's copy), and it is
+// the binary in their agent volume. Its size and the idle agent's RSS are
+// logged beside patina's.
+func TestSmallAgentBinary(t *testing.T) {
+	RequireDocker(t)
+	dc := dockerClient(t)
+	small := filepath.Join(t.TempDir(), "patina-agent")
+	build := exec.Command("go", "build", "-o", small, "./sidecar/cmd/patina-agent")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Dir = RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./sidecar/cmd/patina-agent: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	sum := hex.EncodeToString(s[:])
+	volume := "patina-agent-" + sum[:16]
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := dc.VolumeRemove(ctx, volume, true); err != nil && !errdefs.IsNotFound(err) {
+			t.Logf("remove the test's agent volume %s: %v", volume, err)
+		}
+	})
+
+	h := StartWith(t, t.TempDir(), "e2e-small-agent", nil, []string{"--agent-binary", small})
+	h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "small"})
+	checkRealAgent(t, h, "small", sum)
+	h.Out("small", "default", "cd /tmp && export KEPT=yes && f() { echo fn; }")
+	if got := h.Out("small", "default", `echo "$PWD $KEPT $(f)"`); got != "/tmp yes fn\n" {
+		t.Fatalf("the session's state on patina-agent: %q", got)
+	}
+	h.Out("small", "default", "echo data > /workspace/file.txt")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := h.Client.ForkWorkspace(ctx, "small", pclient.ForkWorkspaceRequest{Name: "small-fork"}); err != nil {
+		t.Fatalf("fork (its copy runs patina-agent agent copy): %v", err)
+	}
+	if got := h.Out("small-fork", "default", "cat /workspace/file.txt; sha256sum /.patina/bin/patina | cut -d' ' -f1"); got != "data\n"+sum+"\n" {
+		t.Fatalf("the fork: %q", got)
+	}
+
+	// The idle agent's resident memory, for the note (not a timed assertion).
+	rss := h.Out("small", "default", `for p in /proc/[0-9]*; do if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^/.patina/bin/patina agent serve'; then grep VmRSS $p/status; fi; done`)
+	full, err := os.Stat(Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("patina-agent %d bytes (patina %d, %.2f×); the agent serving a workspace: %s", len(b), full.Size(), float64(len(b))/float64(full.Size()), strings.TrimSpace(rss))
+	if !strings.Contains(rss, "VmRSS") {
+		t.Fatalf("no agent process found in the workspace: %q", rss)
+	}
+}

@@ -115,16 +115,7 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.WorkspaceID, "workspace-id", "", "the workspace this agent serves (required)")
-	f.StringVar(&cfg.StateDir, "state-dir", "/.patina/state", "where sessions are kept")
-	f.StringVar(&cfg.Workdir, "workdir", "/workspace", "the workspace's files")
-	f.StringVar(&cfg.Socket, "socket", agent.SocketName, "the abstract socket to listen on")
-	f.BoolVar(&cfg.Takeover, "takeover", false, "kill an agent that holds the socket already")
-	f.StringVar(&cfg.TCP, "tcp", "", "also listen on this TCP address (\":7071\"): on a cluster, the workspace's own overlay network")
-	f.StringVar(&cfg.TokenFile, "token-file", "", "read the token from this file when "+agent.TokenEnv+" is not set (a Swarm secret)")
-	f.StringVar(&cfg.GitName, "git-name", "", "the container's git user.name, unless it has one")
-	f.StringVar(&cfg.GitEmail, "git-email", "", "the container's git user.email, unless it has one")
+	cfg.Flags(cmd.Flags())
 	return cmd
 }
 
@@ -194,13 +185,6 @@ in a helper container to copy a workspace's volumes when it forks one.`,
 	}
 }
 
-// Exit codes of `patina agent check-binary`, which the sidecar reads from
-// the check's task on a swarm node.
-const (
-	exitBinaryDiffers = 3
-	exitBinaryMissing = 4
-)
-
 func newAgentCheckBinaryCmd(a *app) *cobra.Command {
 	var sum string
 	cmd := &cobra.Command{
@@ -222,9 +206,9 @@ checked is read, never run.`,
 			code := exitFailure
 			switch {
 			case errors.Is(err, agent.ErrBinaryDiffers):
-				code = exitBinaryDiffers
+				code = agent.ExitBinaryDiffers
 			case errors.Is(err, agent.ErrBinaryMissing):
-				code = exitBinaryMissing
+				code = agent.ExitBinaryMissing
 			}
 			fmt.Fprintln(a.stderr, "patina: "+err.Error())
 			return &exitError{code: code}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/patina-dev/patina/internal/pollread"
 	"github.com/patina-dev/patina/sidecar"
+	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/budget"
 )
 
@@ -154,17 +155,7 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 
 // agentKnobs sets the process-wide knobs of `patina agent serve`.
 func agentKnobs() {
-	// A small footprint: an agent lives in every workspace.
-	debug.SetGCPercent(50)
-	// One P: the agent mostly waits (on shells, on its connection) and
-	// hands each call between a few goroutines. With one P those handoffs
-	// stay on one thread instead of waking another (on a VM, waking an
-	// idle CPU costs tens of µs each): exec of `true` through the agent
-	// took 10-15% less (BenchmarkHTTPExecTrue, domain p50), and fewer
-	// threads hold fewer stacks. Its children (shells, git) are not
-	// affected; GOMAXPROCS is not changed in their environment.
-	runtime.GOMAXPROCS(1)
-	debug.SetMemoryLimit(48 << 20)
+	agent.TuneProcess()
 	pollKnob()
 }
 
