@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -34,6 +35,8 @@ type DockerAPI interface {
 	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
 	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
 	NetworkRemove(ctx context.Context, networkID string) error
+	ContainerStatsOneShot(ctx context.Context, containerID string) (container.StatsResponseReader, error)
+	Info(ctx context.Context) (system.Info, error)
 }
 
 var _ DockerAPI = (*client.Client)(nil)

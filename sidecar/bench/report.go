@@ -55,6 +55,9 @@ type Report struct {
 	// remote engine).
 	AgentAnonBytes int64 `json:"agent_anon_bytes,omitempty"`
 	AgentFileBytes int64 `json:"agent_file_bytes,omitempty"`
+	// IdleWorkspace: a workspace with one idle shell, all of its
+	// processes, and how many fit in the engine's memory.
+	IdleWorkspace IdleWorkspace `json:"idle_workspace"`
 	// Stream: a command's output streamed to the client; Diff: the diff of
 	// a workspace holding a large file. RSS.AfterLoadBytes follows both.
 	Stream Transfer `json:"stream"`
@@ -246,6 +249,10 @@ func (r Report) WriteText(w io.Writer) error {
 	judged(6)
 	if r.AgentAnonBytes > 0 {
 		row("agent RSS: its own / its binary's pages (shared)", fmtBytes(r.AgentAnonBytes)+" / "+fmtBytes(r.AgentFileBytes), "", "")
+	}
+	if iw := r.IdleWorkspace; iw.MemoryBytes > 0 {
+		row("one idle workspace (init, agent, one shell: docker stats) / how many fit in the engine's memory",
+			fmt.Sprintf("%s / %d in %s (target ≤ %s)", fmtBytes(iw.MemoryBytes), iw.Fit, fmtBytes(iw.EngineMemoryBytes), fmtBytes(TargetIdleWorkspaceBytes)), "", "")
 	}
 	row("output streamed / diff taken", fmt.Sprintf("%.0f MB/s / %s", r.Stream.MBPerSecond, fmtMS(r.Diff.MS)), "", "")
 	judged(7)

@@ -173,6 +173,10 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 	if rep.AgentRSSBytes, rep.AgentAnonBytes, rep.AgentFileBytes, err = r.agentRSS(ctx, ws.ContainerID); err != nil {
 		return err
 	}
+	r.progress("one idle workspace's memory")
+	if rep.IdleWorkspace, err = r.idleWorkspace(ctx); err != nil {
+		return err
+	}
 
 	r.progress("streaming %s of output", fmtBytes(o.StreamBytes))
 	if rep.Stream, err = r.stream(ctx, ws.ID); err != nil {
