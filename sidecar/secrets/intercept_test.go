@@ -106,6 +106,20 @@ func newInterceptRig(t testing.TB, serverName string, roots bool) *interceptRig 
 			_, _ = io.Copy(c, brw)
 			return
 		}
+		if r.Method == http.MethodPost {
+			// Answers at once, then streams: the request's body is read
+			// first (golang/go#40747's race is then possible).
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			http.NewResponseController(w).Flush()
+			time.Sleep(50 * time.Millisecond)
+			fmt.Fprintf(w, "read %d bytes", len(b))
+			return
+		}
 		fmt.Fprint(w, r.Host)
 	}))
 	srv.EnableHTTP2 = true
@@ -448,5 +462,54 @@ func BenchmarkIntercept(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// A workspace's POST reaches the server whole and its streamed answer
+// comes back whole; a workspace that declares a longer body than it sends
+// and then stops gets an error, not a hung interceptor, and the next
+// request works.
+func TestInterceptPostBodies(t *testing.T) {
+	r := newInterceptRig(t, "api.test", true)
+	if _, err := r.v.Set(SetRequest{Name: "GH", Hosts: []string{"api.test"}, Header: "Authorization: " + ghValue}); err != nil {
+		t.Fatal(err)
+	}
+	r.v.Grant("ws1", []Grant{{Name: "GH", Placeholder: NewPlaceholder()}})
+	c := r.client(false)
+	for i := 0; i < 20; i++ {
+		resp, err := c.Post("https://api.test/upload", "application/octet-stream", strings.NewReader(strings.Repeat("x", 1000+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != fmt.Sprintf("read %d bytes", 1000+i) {
+			t.Fatalf("POST %d: %q, %v", i, b, err)
+		}
+	}
+
+	// The lie: Content-Length 100, 10 bytes, then the write side closed.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(r.v.CACert())
+	raw, err := tls.Dial("tcp", r.addr, &tls.Config{RootCAs: pool, ServerName: "api.test", NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_ = raw.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(raw, "POST /upload HTTP/1.1\r\nHost: api.test\r\nContent-Length: 100\r\n\r\n0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	_ = raw.CloseWrite()
+	start := time.Now()
+	got, _ := io.ReadAll(raw)
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("a short body held the connection %s", time.Since(start))
+	}
+	if strings.Contains(string(got), "read 10 bytes") || strings.Contains(string(got), "read 100 bytes") {
+		t.Fatalf("a body shorter than its length was passed on as whole: %q", got)
+	}
+	if code, body := r.get(c, "https://api.test/after", nil); code != http.StatusOK || !strings.Contains(body, "api.test") {
+		t.Fatalf("the request after: %d %q", code, body)
 	}
 }
