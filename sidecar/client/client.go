@@ -553,12 +553,7 @@ func (c *Client) ReadFile(ctx context.Context, ws, path string) ([]byte, error) 
 
 // WriteFile writes a file of the workspace, creating parent directories.
 func (c *Client) WriteFile(ctx context.Context, ws, path string, data []byte) error {
-	resp, err := c.send(ctx, http.MethodPut, filePath(ws, path), bytes.NewReader(data), "application/octet-stream", nil)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
+	return c.WriteFileFrom(ctx, ws, path, bytes.NewReader(data))
 }
 
 // WriteFileFrom writes a file of the workspace from r, streaming,

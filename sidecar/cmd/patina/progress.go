@@ -27,15 +27,23 @@ func (a *app) progress(what string) (done func()) {
 
 // progressLine redraws "spinner what… elapsed" on w until done is called.
 func progressLine(w io.Writer, what string, now func() time.Time) (done func()) {
-	stop, finished := make(chan struct{}), make(chan struct{})
 	start := now()
+	spin := `|/-\`
+	return liveLine(w, func(i int) string {
+		return fmt.Sprintf("%c %s… %s", spin[i%len(spin)], what, now().Sub(start).Truncate(time.Second))
+	})
+}
+
+// liveLine rewrites one line of w every progressEvery with line(i), i
+// counting from 0, until done is called (once or more), which clears it.
+func liveLine(w io.Writer, line func(i int) string) (done func()) {
+	stop, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
-		spin := `|/-\`
 		for i := 0; ; i++ {
-			fmt.Fprintf(w, "\r\033[K%c %s… %s", spin[i%len(spin)], what, now().Sub(start).Truncate(time.Second))
+			fmt.Fprintf(w, "\r\033[K%s", line(i))
 			select {
 			case <-stop:
 				fmt.Fprint(w, "\r\033[K")
@@ -44,9 +52,12 @@ func progressLine(w io.Writer, what string, now func() time.Time) (done func()) 
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(stop)
-		<-finished
+		once.Do(func() {
+			close(stop)
+			<-finished
+		})
 	}
 }
 

@@ -151,28 +151,7 @@ func (a *app) transfer(r io.Reader, what string, total int64) *transferReader {
 
 // transferLine redraws what has been copied on w until done is called.
 func transferLine(w io.Writer, what string, total int64, copied func() int64) (done func()) {
-	stop, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(progressEvery)
-		defer t.Stop()
-		for {
-			fmt.Fprintf(w, "\r\033[K%s: %s", what, transferred(copied(), total))
-			select {
-			case <-stop:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	var once atomic.Bool
-	return func() {
-		if once.CompareAndSwap(false, true) {
-			close(stop)
-			<-finished
-		}
-	}
+	return liveLine(w, func(int) string { return what + ": " + transferred(copied(), total) })
 }
 
 // transferred says how much of total (< 0: unknown) has been copied.
