@@ -509,6 +509,13 @@ func retryInUse(ctx context.Context, remove func() error) error {
 	}
 }
 
+// RemoveVolumesWhenFree removes a workspace's volumes on api's engine,
+// trying again while they are in use (the workspace's container goes a
+// moment after its service), until ctx ends.
+func RemoveVolumesWhenFree(ctx context.Context, api VolumeAPI, workspaceID string) error {
+	return retryInUse(ctx, func() error { return RemoveVolumes(ctx, api, workspaceID) })
+}
+
 // RemoveVolumes removes the workspace's volumes on this node (its task's
 // container may take a moment to go) and, by a one-shot task on each
 // other node, there (removeNodeVolumes).

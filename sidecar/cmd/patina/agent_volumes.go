@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
@@ -36,18 +35,7 @@ API cannot remove a node's volumes.`,
 			defer api.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			for {
-				err = container.RemoveVolumes(ctx, api, id)
-				// In use (409): the workspace's container goes a moment
-				// after its service.
-				if err == nil || !errdefs.IsConflict(err) || ctx.Err() != nil {
-					break
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
+			err = container.RemoveVolumesWhenFree(ctx, api, id)
 			if err != nil {
 				return fmt.Errorf("remove the volumes of workspace %s: %w", id, err)
 			}
