@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/internal/proxybody"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/console"
 )
@@ -195,7 +195,7 @@ func (s *Service) handlePreview(w http.ResponseWriter, r *http.Request) {
 				writeError(w, fmt.Errorf("port %d of workspace %s answered with a %w; a preview follows redirects within that port only", port, id, err))
 				return
 			}
-			writeError(w, fmt.Errorf("%w: nothing answered on port %d of workspace %s: %v", agent.ErrNotListening, port, id, err))
+			writeError(w, fmt.Errorf("%w: nothing answered on port %d of workspace %s: %v", wire.ErrNotListening, port, id, err))
 		},
 		FlushInterval: 100 * time.Millisecond,
 	}

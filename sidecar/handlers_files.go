@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -79,7 +79,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 	}
 }
 
-func fileInfo(e agent.FileInfo) client.FileInfo {
+func fileInfo(e wire.FileInfo) client.FileInfo {
 	return client.FileInfo{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fs.FileMode(e.Mode).String(), ModTime: e.ModTime}
 }
 

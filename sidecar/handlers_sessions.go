@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -54,7 +54,7 @@ func (s *Service) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	inf, err := s.mgr.CreateSession(r.Context(), r.PathValue("id"), agent.CreateSessionRequest{ID: req.ID, Cwd: req.Cwd, Env: req.Env})
+	inf, err := s.mgr.CreateSession(r.Context(), r.PathValue("id"), wire.CreateSessionRequest{ID: req.ID, Cwd: req.Cwd, Env: req.Env})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 )
 
@@ -123,8 +125,8 @@ func controlMessage(data []byte) (client.TerminalMessage, bool) {
 }
 
 // terminalRequest reads ?rows=&cols=&offset=&term= (default 24x80).
-func terminalRequest(q url.Values) (agent.TermAttachRequest, error) {
-	req := agent.TermAttachRequest{Rows: 24, Cols: 80, Term: q.Get("term")}
+func terminalRequest(q url.Values) (wire.TermAttachRequest, error) {
+	req := wire.TermAttachRequest{Rows: 24, Cols: 80, Term: q.Get("term")}
 	for _, p := range []struct {
 		name string
 		dst  *int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/patina-dev/patina/worktree"
@@ -46,7 +47,7 @@ func TestCleanPath(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"..", "../x", "a/../../x", "a/..", "x\x00y"} {
-		if _, err := workspace.CleanPath(in); !errors.Is(err, agent.ErrEscapes) {
+		if _, err := workspace.CleanPath(in); !errors.Is(err, wire.ErrEscapes) {
 			t.Errorf("%q: exp ErrEscapes, got %v", in, err)
 		}
 	}
@@ -60,12 +61,12 @@ func TestStatusMapping(t *testing.T) {
 	}{
 		{errUnauthorized, 401, client.CodeUnauthorized},
 		{errTooLarge, 413, client.CodeTooLarge},
-		{agent.ErrEscapes, 400, client.CodeInvalid},
+		{wire.ErrEscapes, 400, client.CodeInvalid},
 		{agent.ErrUnavailable, 503, client.CodeAgentUnavailable},
 		{workspace.ErrAdopting, 503, client.CodeAdopting},
 		{workspace.ErrUnsupported, 400, client.CodeInvalid},
 		{worktree.ErrRejected, 422, client.CodeRejected},
-		{agent.ErrTooLarge, 413, client.CodeTooLarge},
+		{wire.ErrTooLarge, 413, client.CodeTooLarge},
 		{session.ErrInvalid, 400, client.CodeInvalid},
 		{worktree.ErrInvalidName, 400, client.CodeInvalid},
 		{session.ErrNotFound, 404, client.CodeNotFound},

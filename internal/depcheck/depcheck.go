@@ -16,8 +16,9 @@ const Module = "github.com/patina-dev/patina"
 // Find walks pkg (an import path of Module, whose root directory is root)
 // and the packages of Module it imports, for the current GOOS, and returns
 // each import of a forbidden path as "a → b imports c". A forbidden entry
-// ending in "/" is a prefix; any other is a package and those under it.
-// walked is how many packages were read.
+// ending in "/" is a prefix; one ending in "$" is that package alone (not
+// those under it); any other is a package and those under it. walked is
+// how many packages were read.
 func Find(root, pkg string, forbidden []string) (found []string, walked int, err error) {
 	seen := map[string]bool{}
 	var walk func(pkg, chain string) error
@@ -33,7 +34,7 @@ func Find(root, pkg string, forbidden []string) (found []string, walked int, err
 		}
 		for _, imp := range p.Imports {
 			for _, bad := range forbidden {
-				if strings.HasSuffix(bad, "/") && strings.HasPrefix(imp, bad) || imp == bad || strings.HasPrefix(imp, bad+"/") {
+				if forbids(bad, imp) {
 					found = append(found, chain+" imports "+imp)
 				}
 			}
@@ -47,4 +48,16 @@ func Find(root, pkg string, forbidden []string) (found []string, walked int, err
 	}
 	err = walk(pkg, strings.TrimPrefix(pkg, Module+"/"))
 	return found, len(seen), err
+}
+
+// forbids reports whether the forbidden entry bad covers the import path
+// imp (see Find).
+func forbids(bad, imp string) bool {
+	switch {
+	case strings.HasSuffix(bad, "/"):
+		return strings.HasPrefix(imp, bad)
+	case strings.HasSuffix(bad, "$"):
+		return imp == strings.TrimSuffix(bad, "$")
+	}
+	return imp == bad || strings.HasPrefix(imp, bad+"/")
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +22,8 @@ import (
 	"github.com/patina-dev/patina/internal/syncbuf"
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/sessiontest"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -30,18 +32,18 @@ import (
 type fixture struct {
 	procs  *sessiontest.Launcher
 	mu     sync.Mutex
-	srv    *Server
+	srv    *inside.Server
 	ln     net.Listener
 	addr   string
 	client *Client
 	work   string
 	cancel context.CancelFunc
 	dials  atomic.Int32
-	mods   func(*ServerConfig)
+	mods   func(*inside.ServerConfig)
 	log    *slog.Logger // the agents' and the client's, shown if the test fails
 }
 
-func newFixture(t *testing.T, mods ...func(*ServerConfig)) *fixture {
+func newFixture(t *testing.T, mods ...func(*inside.ServerConfig)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "workspace")
@@ -72,7 +74,7 @@ func (f *fixture) start(t *testing.T, dir string) {
 		t.Cleanup(f.procs.KillAll)
 	}
 	addr := fmt.Sprintf("@patina-agent-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	cfg := ServerConfig{
+	cfg := inside.ServerConfig{
 		WorkspaceID: "ws1", Token: "tok", StateDir: filepath.Join(dir, "state"), Workdir: f.work,
 		Version: "test", InterruptGrace: 200 * time.Millisecond, Launcher: f.procs,
 		Logger: f.log.With("agent", addr),
@@ -80,7 +82,7 @@ func (f *fixture) start(t *testing.T, dir string) {
 	if f.mods != nil {
 		f.mods(&cfg)
 	}
-	srv, err := NewServer(ctx, cfg)
+	srv, err := inside.NewServer(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,26 +125,26 @@ func TestExecAndSessions(t *testing.T) {
 	f := newFixture(t)
 	c := f.client
 	ctx := context.Background()
-	if _, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil); !errors.Is(err, session.ErrNotFound) {
+	if _, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "true"}, nil); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("exp not found without ensure, got %v", err)
 	}
-	res, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "cd /tmp; export A=1; echo hi; echo err >&2; (exit 3)", Ensure: true}, nil)
+	res, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "cd /tmp; export A=1; echo hi; echo err >&2; (exit 3)", Ensure: true}, nil)
 	if err != nil || res.ExitCode != 3 || string(res.Stdout.Data) != "hi\n" || string(res.Stderr.Data) != "err\n" || res.Cwd != "/tmp" {
 		t.Fatalf("exec: %+v %v", res, err)
 	}
-	res, err = c.Exec(ctx, ExecRequest{Session: "default", Command: "echo $A $PWD; cat", Stdin: true}, []byte("in\x00put"))
+	res, err = c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "echo $A $PWD; cat", Stdin: true}, []byte("in\x00put"))
 	if err != nil || string(res.Stdout.Data) != "1 /tmp\nin\x00put" {
 		t.Fatalf("state and stdin: %q %v", res.Stdout.Data, err)
 	}
 	// A slow command: the agent says its id first, then the result.
-	res, err = c.Exec(ctx, ExecRequest{Session: "default", Command: "sleep 0.2; echo slow"}, nil)
+	res, err = c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "sleep 0.2; echo slow"}, nil)
 	if err != nil || string(res.Stdout.Data) != "slow\n" {
 		t.Fatalf("slow: %+v %v", res, err)
 	}
-	if _, err := c.CreateSession(ctx, CreateSessionRequest{ID: "b", Env: map[string]string{"B": "2"}}); err != nil {
+	if _, err := c.CreateSession(ctx, wire.CreateSessionRequest{ID: "b", Env: map[string]string{"B": "2"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateSession(ctx, CreateSessionRequest{ID: "b"}); !errors.Is(err, session.ErrExists) {
+	if _, err := c.CreateSession(ctx, wire.CreateSessionRequest{ID: "b"}); !errors.Is(err, session.ErrExists) {
 		t.Fatalf("exp exists, got %v", err)
 	}
 	list, err := c.Sessions(ctx)
@@ -152,16 +154,16 @@ func TestExecAndSessions(t *testing.T) {
 	if _, err := c.SetEnv(ctx, "b", map[string]string{"C": "x y"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = c.Exec(ctx, ExecRequest{Session: "b", Command: `echo "$B $C ${A-unset}"`}, nil)
+	res, _ = c.Exec(ctx, wire.ExecRequest{Session: "b", Command: `echo "$B $C ${A-unset}"`}, nil)
 	if string(res.Stdout.Data) != "2 x y unset\n" {
 		t.Fatalf("session b: %q", res.Stdout.Data)
 	}
 	// Busy, and async start + wait + history + command.
-	id, err := c.Start(ctx, ExecRequest{Session: "b", Command: "sleep 0.3; echo done"}, nil)
+	id, err := c.Start(ctx, wire.ExecRequest{Session: "b", Command: "sleep 0.3; echo done"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, ExecRequest{Session: "b", Command: "true"}, nil); !errors.Is(err, session.ErrBusy) {
+	if _, err := c.Exec(ctx, wire.ExecRequest{Session: "b", Command: "true"}, nil); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("exp busy, got %v", err)
 	}
 	res, err = c.Wait(ctx, "b", id)
@@ -180,11 +182,11 @@ func TestExecAndSessions(t *testing.T) {
 		t.Fatalf("command: %+v %v", ci, err)
 	}
 	// Exit ends the session; the error says how.
-	res, err = c.Exec(ctx, ExecRequest{Session: "b", Command: "exit 4"}, nil)
+	res, err = c.Exec(ctx, wire.ExecRequest{Session: "b", Command: "exit 4"}, nil)
 	if err != nil || !res.Ended || res.ExitCode != 4 {
 		t.Fatalf("exit: %+v %v", res, err)
 	}
-	_, err = c.Exec(ctx, ExecRequest{Session: "b", Command: "true"}, nil)
+	_, err = c.Exec(ctx, wire.ExecRequest{Session: "b", Command: "true"}, nil)
 	var ended *session.EndedError
 	if !errors.As(err, &ended) || ended.ExitCode != 4 {
 		t.Fatalf("exp ended with 4, got %v", err)
@@ -192,7 +194,7 @@ func TestExecAndSessions(t *testing.T) {
 	if _, err := c.Revive(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = c.Exec(ctx, ExecRequest{Session: "b", Command: "echo $B"}, nil)
+	res, _ = c.Exec(ctx, wire.ExecRequest{Session: "b", Command: "echo $B"}, nil)
 	if string(res.Stdout.Data) != "2\n" {
 		t.Fatalf("revived: %q", res.Stdout.Data)
 	}
@@ -211,14 +213,14 @@ func TestOutputAndSignal(t *testing.T) {
 	f := newFixture(t)
 	c := f.client
 	ctx := context.Background()
-	if _, err := c.CreateSession(ctx, CreateSessionRequest{ID: "o"}); err != nil {
+	if _, err := c.CreateSession(ctx, wire.CreateSessionRequest{ID: "o"}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := c.Start(ctx, ExecRequest{Session: "o", Command: "for i in 1 2 3; do echo out$i; sleep 0.1; done"}, nil)
+	id, err := c.Start(ctx, wire.ExecRequest{Session: "o", Command: "for i in 1 2 3; do echo out$i; sleep 0.1; done"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Output(ctx, OutputRequest{Session: "o", Command: id, Stream: "stdout", Follow: true})
+	out, err := c.Output(ctx, wire.OutputRequest{Session: "o", Command: id, Stream: "stdout", Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +229,7 @@ func TestOutputAndSignal(t *testing.T) {
 	if err != nil || string(b) != "out1\nout2\nout3\n" {
 		t.Fatalf("follow: %q %v", b, err)
 	}
-	out, err = c.Output(ctx, OutputRequest{Session: "o", Command: id, Stream: "stdout", Offset: 5})
+	out, err = c.Output(ctx, wire.OutputRequest{Session: "o", Command: id, Stream: "stdout", Offset: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +238,10 @@ func TestOutputAndSignal(t *testing.T) {
 	if string(b) != "out2\nout3\n" || out.Size != 15 {
 		t.Fatalf("by offset: %q size %d", b, out.Size)
 	}
-	if _, err := c.Output(ctx, OutputRequest{Session: "o", Command: id, Stream: "stdout", Offset: 1 << 62}); !errors.Is(err, session.ErrInvalid) {
+	if _, err := c.Output(ctx, wire.OutputRequest{Session: "o", Command: id, Stream: "stdout", Offset: 1 << 62}); !errors.Is(err, session.ErrInvalid) {
 		t.Fatalf("exp invalid past the end, got %v", err)
 	}
-	id, _ = c.Start(ctx, ExecRequest{Session: "o", Command: "echo go; sleep 100"}, nil)
+	id, _ = c.Start(ctx, wire.ExecRequest{Session: "o", Command: "echo go; sleep 100"}, nil)
 	time.Sleep(100 * time.Millisecond)
 	if err := c.Signal(ctx, "o", id, "INT"); err != nil {
 		t.Fatal(err)
@@ -254,7 +256,7 @@ func TestOutputAndSignal(t *testing.T) {
 	// A caller that leaves stops its command.
 	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	res, err = c.Exec(cctx, ExecRequest{Session: "o", Command: "sleep 100"}, nil)
+	res, err = c.Exec(cctx, wire.ExecRequest{Session: "o", Command: "sleep 100"}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || !res.Interrupted {
 		t.Fatalf("exp the command stopped with the caller, got %+v %v", res, err)
 	}
@@ -273,7 +275,7 @@ func testAgentRestarts(t *testing.T, restarts int32) {
 	f := newFixture(t)
 	c := f.client
 	ctx := context.Background()
-	if _, err := c.CreateSession(ctx, CreateSessionRequest{ID: "r"}); err != nil {
+	if _, err := c.CreateSession(ctx, wire.CreateSessionRequest{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(f.work)
@@ -289,7 +291,7 @@ func testAgentRestarts(t *testing.T, restarts int32) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := c.Exec(ctx, ExecRequest{Session: "r", Command: "echo a; sleep 1; echo b; (exit 6)"}, nil)
+		res, err := c.Exec(ctx, wire.ExecRequest{Session: "r", Command: "echo a; sleep 1; echo b; (exit 6)"}, nil)
 		done <- result{res.ExecResult, err}
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -325,7 +327,7 @@ func TestAgentGoneMidCommand(t *testing.T) {
 	f := newFixture(t)
 	c := f.client
 	ctx := context.Background()
-	if _, err := c.CreateSession(ctx, CreateSessionRequest{ID: "g"}); err != nil {
+	if _, err := c.CreateSession(ctx, wire.CreateSessionRequest{ID: "g"}); err != nil {
 		t.Fatal(err)
 	}
 	var recovered atomic.Int32
@@ -335,7 +337,7 @@ func TestAgentGoneMidCommand(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Exec(ctx, ExecRequest{Session: "g", Command: "sleep 5"}, nil)
+		_, err := c.Exec(ctx, wire.ExecRequest{Session: "g", Command: "sleep 5"}, nil)
 		done <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -374,7 +376,7 @@ func TestFiles(t *testing.T) {
 	if err != nil || len(ents) != 1 || ents[0].Name != "sub" || ents[0].Type != "dir" {
 		t.Fatalf("dir: %+v %v", ents, err)
 	}
-	if _, err := c.WriteFile(ctx, "big", bytes.NewReader(make([]byte, 2000)), 1000); !errors.Is(err, ErrTooLarge) {
+	if _, err := c.WriteFile(ctx, "big", bytes.NewReader(make([]byte, 2000)), 1000); !errors.Is(err, wire.ErrTooLarge) {
 		t.Fatalf("exp too large, got %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(f.work, "big")); !errors.Is(err, os.ErrNotExist) {
@@ -388,10 +390,10 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"escape/passwd", "../x", "/etc/passwd", "d/../../x"} {
-		if _, _, err := c.ReadFile(ctx, p); !errors.Is(err, ErrEscapes) {
+		if _, _, err := c.ReadFile(ctx, p); !errors.Is(err, wire.ErrEscapes) {
 			t.Fatalf("read %s: exp escapes, got %v", p, err)
 		}
-		if _, err := c.WriteFile(ctx, p, strings.NewReader("x"), 10); !errors.Is(err, ErrEscapes) {
+		if _, err := c.WriteFile(ctx, p, strings.NewReader("x"), 10); !errors.Is(err, wire.ErrEscapes) {
 			t.Fatalf("write %s: exp escapes, got %v", p, err)
 		}
 	}
@@ -423,6 +425,38 @@ func TestHelloRefusesWrongTokenOrWorkspace(t *testing.T) {
 	}
 }
 
+// writeResult answers with v and ends the stream, as the agent does.
+func writeResult(st *mux.Stream, v any) {
+	b, err := resultLine(v)
+	if err != nil {
+		panic(err)
+	}
+	_, _ = st.WriteFinal(b)
+}
+
+// writeHead answers with v and leaves the stream open for a body, as the
+// agent does.
+func writeHead(st *mux.Stream, v any) error {
+	b, err := resultLine(v)
+	if err != nil {
+		return err
+	}
+	_, err = st.Write(b)
+	return err
+}
+
+func resultLine(v any) ([]byte, error) {
+	r, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(wire.Head{R: r})
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
 // fakeAgent answers every call with what reply writes: a hostile agent.
 func fakeAgent(t *testing.T, reply func(st *mux.Stream), mods ...func(*ClientConfig)) *Client {
 	t.Helper()
@@ -434,7 +468,7 @@ func fakeAgent(t *testing.T, reply func(st *mux.Stream), mods ...func(*ClientCon
 // frame).
 func fakeAgentPipes(t *testing.T, reply func(st *mux.Stream), pipes bool, mods ...func(*ClientConfig)) *Client {
 	t.Helper()
-	return fakeAgentSpeaking(t, reply, fakeWire{pipes: pipes, protocol: ProtocolVersion}, mods...)
+	return fakeAgentSpeaking(t, reply, fakeWire{pipes: pipes, protocol: wire.ProtocolVersion}, mods...)
 }
 
 // fakeWire is how a fake agent speaks: over pipes or not, which protocol
@@ -464,7 +498,7 @@ func fakeAgentSpeaking(t *testing.T, reply func(st *mux.Stream), w fakeWire, mod
 			go func() {
 				if pipes {
 					var err error
-					if nc, err = AcceptPipes(nc, 5*time.Second); err != nil {
+					if nc, err = wire.AcceptPipes(nc, 5*time.Second); err != nil {
 						return
 					}
 				}
@@ -477,7 +511,7 @@ func fakeAgentSpeaking(t *testing.T, reply func(st *mux.Stream), w fakeWire, mod
 				if err != nil {
 					return
 				}
-				writeResult(st, Hello{WorkspaceID: "ws1", Protocol: w.protocol})
+				writeResult(st, wire.Hello{WorkspaceID: "ws1", Protocol: w.protocol})
 				st.Close()
 				for {
 					st, err := conn.Accept(context.Background())
@@ -539,7 +573,7 @@ func TestHostileAgent(t *testing.T) {
 			go func() {
 				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
-				_, err := c.Exec(cctx, ExecRequest{Session: "default", Command: "true", TimeoutMS: 1}, nil)
+				_, err := c.Exec(cctx, wire.ExecRequest{Session: "default", Command: "true", TimeoutMS: 1}, nil)
 				done <- err
 			}()
 			select {
@@ -574,7 +608,7 @@ func TestHostileOutputFlood(t *testing.T) {
 		}
 		st.CloseWrite()
 	})
-	out, err := c.Output(context.Background(), OutputRequest{Session: "s", Command: "1", Stream: "stdout"})
+	out, err := c.Output(context.Background(), wire.OutputRequest{Session: "s", Command: "1", Stream: "stdout"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,74 +619,13 @@ func TestHostileOutputFlood(t *testing.T) {
 	}
 }
 
-// BenchmarkExecTrue: a warm exec of `true` through the agent's protocol
-// (client, connection, server, session), against the baseline of the same
-// session's own Exec in the same process, alternating, same run.
-//
-//	go test -run '^$' -bench ExecTrue -benchtime 3000x ./sidecar/agent/
-func BenchmarkExecTrue(b *testing.B) {
-	dir := b.TempDir()
-	work := filepath.Join(dir, "w")
-	os.Mkdir(work, 0o755)
-	ctx := context.Background()
-	procs := &sessiontest.Launcher{} // the shells go at the end
-	defer procs.KillAll()
-	srv, err := NewServer(ctx, ServerConfig{WorkspaceID: "ws1", Token: "tok", StateDir: filepath.Join(dir, "state"), Workdir: work, Launcher: procs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	addr := fmt.Sprintf("@patina-agent-bench-%d", time.Now().UnixNano())
-	ln, _ := net.Listen("unix", addr)
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go srv.Serve(sctx, ln)
-	c := NewClient(ClientConfig{WorkspaceID: "ws1", Token: "tok", Dial: func(ctx context.Context) (net.Conn, error) { return net.Dial("unix", addr) }})
-	defer c.Close()
-	if _, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true", Ensure: true}, nil); err != nil {
-		b.Fatal(err)
-	}
-	sess, err := srv.sessions.Get("default")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var viaAgent, direct []time.Duration
-	b.ResetTimer()
-	for b.Loop() {
-		t0 := time.Now()
-		res, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil)
-		viaAgent = append(viaAgent, time.Since(t0))
-		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("exec: %v %+v", err, res)
-		}
-		t0 = time.Now()
-		sres, err := sess.Exec(ctx, session.ExecRequest{Command: "true"})
-		direct = append(direct, time.Since(t0))
-		if err != nil || sres.ExitCode != 0 {
-			b.Fatalf("session exec: %v %+v", err, sres)
-		}
-	}
-	b.StopTimer()
-	p50, base := median(viaAgent), median(direct)
-	b.ReportMetric(float64(p50)/1e6, "p50-ms")
-	b.ReportMetric(float64(base)/1e6, "session-p50-ms")
-	b.ReportMetric(float64(p50)/float64(base), "x-session")
-	b.Logf("exec true through the agent: p50 %s; the session's own Exec p50 %s (%.2fx)", p50, base, float64(p50)/float64(base))
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // A session that ran more commands than its history keeps in memory still
 // pages through all of them, in order, with their texts, across an agent
 // restart; a command from the start is still found by id.
 func TestLongHistoryPages(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.client.CreateSession(ctx, CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
+	if _, err := f.client.CreateSession(ctx, wire.CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 700
@@ -664,7 +637,7 @@ func TestLongHistoryPages(t *testing.T) {
 		return fmt.Sprintf(": %d", i)
 	}
 	for i := 1; i <= n; i++ {
-		if _, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: text(i)}, nil); err != nil {
+		if _, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: text(i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -706,19 +679,19 @@ func TestLongHistoryPages(t *testing.T) {
 // is done; a session's shell boots meanwhile.
 func TestCallsWaitForSetup(t *testing.T) {
 	setup := make(chan struct{})
-	f := newFixture(t, func(c *ServerConfig) { c.Setup = setup })
+	f := newFixture(t, func(c *inside.ServerConfig) { c.Setup = setup })
 	ctx := context.Background()
 	if _, err := f.client.Connect(ctx); err != nil {
 		t.Fatalf("hello before the setup is done: %v", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := f.client.CreateSession(cctx, CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
+	if _, err := f.client.CreateSession(cctx, wire.CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
 		t.Fatalf("create a session before the setup is done: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: "true"}, nil)
+		_, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: "true"}, nil)
 		done <- err
 	}()
 	select {

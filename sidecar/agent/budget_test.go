@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
@@ -24,7 +26,7 @@ func TestExecOutputWithinBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs bash sessions")
 	}
-	f := newFixture(t, func(c *ServerConfig) { c.OutputLimit = 64 << 10 })
+	f := newFixture(t, func(c *inside.ServerConfig) { c.OutputLimit = 64 << 10 })
 	c := f.client
 	b := budget.New(300 << 10)
 	c.cfg.Budget = b
@@ -33,7 +35,7 @@ func TestExecOutputWithinBudget(t *testing.T) {
 	// 1 MiB of binary on stdout, 100 KB of text on stderr: both truncated
 	// to a 64 KiB head and tail.
 	cmd := `head -c 1048576 /dev/urandom > /tmp/patina-budget-$$; cat /tmp/patina-budget-$$; sha256sum /tmp/patina-budget-$$ >&2; head -c 100000 /tmp/patina-budget-$$ | od -An -tx1 | head -c 100000 >&2; rm /tmp/patina-budget-$$`
-	res, err := c.Exec(ctx, ExecRequest{Session: "s", Command: cmd, Ensure: true}, nil)
+	res, err := c.Exec(ctx, wire.ExecRequest{Session: "s", Command: cmd, Ensure: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestExecOutputWithinBudget(t *testing.T) {
 	// Spent: the next answer with output waits, up to its deadline.
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err = c.Exec(short, ExecRequest{Session: "s", Command: "head -c 100000 /dev/zero"}, nil)
+	_, err = c.Exec(short, wire.ExecRequest{Session: "s", Command: "head -c 100000 /dev/zero"}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("exp the answer to wait for the budget until its deadline, got %v", err)
 	}
@@ -66,7 +68,7 @@ func TestExecOutputWithinBudget(t *testing.T) {
 	if got := b.Used(); got != 0 {
 		t.Fatalf("exp nothing held after Release, got %d", got)
 	}
-	res2, err := c.Exec(ctx, ExecRequest{Session: "s", Command: "head -c 100000 /dev/zero | tr '\\0' x"}, nil)
+	res2, err := c.Exec(ctx, wire.ExecRequest{Session: "s", Command: "head -c 100000 /dev/zero | tr '\\0' x"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +93,8 @@ func TestLyingAgentHoldsOnlyItsShare(t *testing.T) {
 	lie := []byte(`{"r":{"command_id":"1","exit_code":0,"stdout":` + part + `,"stderr":` + part + "}}\n")
 	var lies atomic.Int32
 	liar := fakeAgent(t, func(st *mux.Stream) {
-		var c call
-		if json.Unmarshal(st.Header(), &c) != nil || c.Method != mExec {
+		var c wire.Call
+		if json.Unmarshal(st.Header(), &c) != nil || c.Method != wire.MethodExec {
 			st.Reset("no")
 			return
 		}
@@ -124,7 +126,7 @@ func TestLyingAgentHoldsOnlyItsShare(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := liar.Exec(lctx, ExecRequest{Session: "s", Command: "true"}, nil)
+			res, err := liar.Exec(lctx, wire.ExecRequest{Session: "s", Command: "true"}, nil)
 			if err == nil {
 				res.Release()
 				t.Error("a lying answer was accepted")
@@ -149,7 +151,7 @@ func TestLyingAgentHoldsOnlyItsShare(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := honest.Exec(ctx, ExecRequest{Session: "s", Command: "true"}, nil)
+	res, err := honest.Exec(ctx, wire.ExecRequest{Session: "s", Command: "true"}, nil)
 	if err != nil {
 		t.Fatalf("another workspace's exec waited behind the liar: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
@@ -51,14 +52,18 @@ type ClientConfig struct {
 	// Setup, if set, gives what each new connection's agent is told after
 	// hello, before any other call (nil: nothing). A setup that fails is
 	// logged; the connection is used all the same.
-	Setup func() *SetupRequest
+	Setup func() *wire.SetupRequest
 	// OldAgent: the workspace's container was made by an earlier patina
-	// release, whose agent may speak OldProtocol; it is then spoken to in
+	// release, whose agent may speak wire.OldProtocol; it is then spoken to in
 	// that protocol (compat.go). An agent of a container this release made
 	// that answers with OldProtocol is refused.
 	OldAgent bool
 	Logger   *slog.Logger
 }
+
+// ErrUnavailable: the agent cannot be reached, or answered something that
+// is not a valid answer. Only its workspace is affected.
+var ErrUnavailable = errors.New("workspace agent unavailable")
 
 // Budget is memory shared by the whole sidecar (budget.Budget).
 type Budget interface {
@@ -79,7 +84,7 @@ type Client struct {
 	sem   chan struct{}
 	mu    sync.Mutex
 	conn  *mux.Conn
-	hello Hello
+	hello wire.Hello
 	// noPipes: the agent did not take pipes (dial).
 	noPipes atomic.Bool
 	// share is the part of the budget this client's exec answers may
@@ -129,7 +134,7 @@ func (c *Client) Connected() bool {
 
 // ConnectWait waits up to d for an agent just started to answer (without
 // recovering: it is expected to come up by itself).
-func (c *Client) ConnectWait(ctx context.Context, d time.Duration) (Hello, error) {
+func (c *Client) ConnectWait(ctx context.Context, d time.Duration) (wire.Hello, error) {
 	if _, h, ok := c.live(); ok {
 		return h, nil
 	}
@@ -137,11 +142,11 @@ func (c *Client) ConnectWait(ctx context.Context, d time.Duration) (Hello, error
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-ctx.Done():
-		return Hello{}, ctx.Err()
+		return wire.Hello{}, ctx.Err()
 	}
 	conn, h, err := c.dialUntil(ctx, time.Now().Add(d))
 	if err != nil {
-		return Hello{}, err
+		return wire.Hello{}, err
 	}
 	c.mu.Lock()
 	c.conn, c.hello = conn, h
@@ -162,13 +167,13 @@ func (c *Client) Done() <-chan struct{} {
 
 // Connect makes sure a connection is up (dialling, and recovering once,
 // as needed) and returns the agent's hello.
-func (c *Client) Connect(ctx context.Context) (Hello, error) {
+func (c *Client) Connect(ctx context.Context) (wire.Hello, error) {
 	_, h, err := c.connection(ctx)
 	return h, err
 }
 
 // connection returns the live connection, making one if needed.
-func (c *Client) connection(ctx context.Context) (*mux.Conn, Hello, error) {
+func (c *Client) connection(ctx context.Context) (*mux.Conn, wire.Hello, error) {
 	if conn, h, ok := c.live(); ok {
 		return conn, h, nil
 	}
@@ -176,7 +181,7 @@ func (c *Client) connection(ctx context.Context) (*mux.Conn, Hello, error) {
 	case c.sem <- struct{}{}:
 		defer func() { <-c.sem }()
 	case <-ctx.Done():
-		return nil, Hello{}, fmt.Errorf("%w: waiting for the connection to the agent: %v", ErrUnavailable, ctx.Err())
+		return nil, wire.Hello{}, fmt.Errorf("%w: waiting for the connection to the agent: %v", ErrUnavailable, ctx.Err())
 	}
 	if conn, h, ok := c.live(); ok {
 		return conn, h, nil
@@ -185,12 +190,12 @@ func (c *Client) connection(ctx context.Context) (*mux.Conn, Hello, error) {
 	if err != nil && c.cfg.Recover != nil && ctx.Err() == nil {
 		c.log.Info("agent unreachable; recovering", "err", err)
 		if rerr := c.cfg.Recover(ctx, err); rerr != nil {
-			return nil, Hello{}, fmt.Errorf("%w (%v); starting it again failed: %v", ErrUnavailable, err, rerr)
+			return nil, wire.Hello{}, fmt.Errorf("%w (%v); starting it again failed: %v", ErrUnavailable, err, rerr)
 		}
 		conn, h, err = c.dialUntil(ctx, time.Now().Add(c.cfg.RecoverTimeout))
 	}
 	if err != nil {
-		return nil, Hello{}, err
+		return nil, wire.Hello{}, err
 	}
 	c.mu.Lock()
 	c.conn, c.hello = conn, h
@@ -198,17 +203,17 @@ func (c *Client) connection(ctx context.Context) (*mux.Conn, Hello, error) {
 	return conn, h, nil
 }
 
-func (c *Client) live() (*mux.Conn, Hello, bool) {
+func (c *Client) live() (*mux.Conn, wire.Hello, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil && c.conn.Err() == nil {
 		return c.conn, c.hello, true
 	}
-	return nil, Hello{}, false
+	return nil, wire.Hello{}, false
 }
 
 // dialUntil dials until it succeeds or the deadline passes, backing off.
-func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, Hello, error) {
+func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, wire.Hello, error) {
 	start := time.Now()
 	wait := 5 * time.Millisecond
 	for {
@@ -233,7 +238,7 @@ func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, 
 // take them (one older than that, whose container still has its binary)
 // closes the connection, and is then spoken to on the socket itself, by this
 // client from then on.
-func (c *Client) dial(ctx context.Context) (*mux.Conn, Hello, error) {
+func (c *Client) dial(ctx context.Context) (*mux.Conn, wire.Hello, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.HelloTimeout)
 	defer cancel()
 	conn, h, offered, err := c.dialOnce(ctx, !c.noPipes.Load())
@@ -249,15 +254,15 @@ func (c *Client) dial(ctx context.Context) (*mux.Conn, Hello, error) {
 
 // dialOnce connects (over pipes if pipes and the connection is a unix
 // socket: offered) and says hello.
-func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello, offered bool, _ error) {
+func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ wire.Hello, offered bool, _ error) {
 	nc, err := c.cfg.Dial(ctx)
 	if err != nil {
-		return nil, Hello{}, false, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
+		return nil, wire.Hello{}, false, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
 	}
 	if uc, ok := nc.(*net.UnixConn); ok && pipes {
 		offered = true
-		if nc, err = offerPipes(uc); err != nil {
-			return nil, Hello{}, offered, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
+		if nc, err = wire.OfferPipes(uc); err != nil {
+			return nil, wire.Hello{}, offered, fmt.Errorf("%w: connect: %v", ErrUnavailable, err)
 		}
 	}
 	mc := mux.Config{MaxStreams: -1, KeepAlive: c.cfg.KeepAlive, Logger: c.log}
@@ -265,12 +270,12 @@ func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello
 		mc.Budget = c.cfg.Budget
 	}
 	conn := mux.Client(nc, mc)
-	var h Hello
-	err = c.roundTrip(ctx, conn, mHello, HelloRequest{Token: c.cfg.Token, WorkspaceID: c.cfg.WorkspaceID, Protocol: ProtocolVersion}, &h, 64<<10)
+	var h wire.Hello
+	err = c.roundTrip(ctx, conn, wire.MethodHello, wire.HelloRequest{Token: c.cfg.Token, WorkspaceID: c.cfg.WorkspaceID, Protocol: wire.ProtocolVersion}, &h, 64<<10)
 	if err == nil {
-		err = h.validate(c.cfg.WorkspaceID, c.cfg.OldAgent)
+		err = validHello(&h, c.cfg.WorkspaceID, c.cfg.OldAgent)
 	}
-	if err == nil && h.Protocol == OldProtocol {
+	if err == nil && h.Protocol == wire.OldProtocol {
 		conn.UseFullWindows()
 	}
 	if err != nil {
@@ -278,12 +283,12 @@ func (c *Client) dialOnce(ctx context.Context, pipes bool) (_ *mux.Conn, _ Hello
 		if !errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w: hello: %v", ErrUnavailable, err)
 		}
-		return nil, Hello{}, offered, err
+		return nil, wire.Hello{}, offered, err
 	}
 	if c.cfg.Setup != nil {
 		if req := c.cfg.Setup(); req != nil {
-			var res SetupResult
-			if err := c.roundTrip(ctx, conn, mSetup, req, &res, 64<<10); err != nil {
+			var res setupResult
+			if err := c.roundTrip(ctx, conn, wire.MethodSetup, req, &res, 64<<10); err != nil {
 				c.log.Warn("the agent's setup failed: its new shells lack the workspace's environment", "err", err)
 			} else if res.Warning != "" {
 				c.log.Warn("the agent's setup", "warning", res.Warning)
@@ -406,7 +411,7 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := json.Marshal(call{Method: method, Args: a})
+	hdr, err := json.Marshal(wire.Call{Method: method, Args: a})
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +469,7 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 			return fail(err)
 		}
 		acked.Store(true)
-		var h head
+		var h wire.Head
 		if err := json.Unmarshal(line, &h); err != nil {
 			return fail(fmt.Errorf("%w: a malformed answer to %s: %v", ErrUnavailable, method, err))
 		}
@@ -503,6 +508,16 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 	}
 }
 
+// decodeError is the error an agent answered (wire.DecodeError); the
+// agent's refusal of the token (wire.ErrUnauthorized) is ErrUnavailable.
+func decodeError(we *wire.Error) error {
+	err := wire.DecodeError(we)
+	if errors.Is(err, wire.ErrUnauthorized) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
 // readLine reads one line of at most limit bytes. bigLine, if not nil, is
 // called once the line passes smallLine bytes, before more is read (an
 // error ends the read).
@@ -530,7 +545,7 @@ func readLine(br *bufio.Reader, limit int, bigLine func() error) ([]byte, error)
 		default:
 			var re *mux.ResetError
 			if errors.As(err, &re) && re.Remote {
-				return nil, fmt.Errorf("%w: the agent aborted the call: %s", ErrUnavailable, cleanText(re.Reason, 512))
+				return nil, fmt.Errorf("%w: the agent aborted the call: %s", ErrUnavailable, wire.CleanText(re.Reason, 512))
 			}
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}

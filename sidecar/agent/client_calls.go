@@ -9,42 +9,43 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // resultLimit is the longest exec result line (its output follows it).
 func (c *Client) resultLimit() int { return 256 << 10 }
 
 // CreateSession creates a session.
-func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (session.Info, error) {
+func (c *Client) CreateSession(ctx context.Context, req wire.CreateSessionRequest) (session.Info, error) {
 	var out sessionInfo
-	_, err := c.call(ctx, mSessionCreate, req, &out, callOpts{})
+	_, err := c.call(ctx, wire.MethodSessionCreate, req, &out, callOpts{})
 	return session.Info(out), err
 }
 
 // Sessions lists the sessions.
 func (c *Client) Sessions(ctx context.Context) ([]session.Info, error) {
 	var out sessionInfos
-	_, err := c.call(ctx, mSessionList, struct{}{}, &out, callOpts{headLimit: 4 << 20})
+	_, err := c.call(ctx, wire.MethodSessionList, struct{}{}, &out, callOpts{headLimit: 4 << 20})
 	return out, err
 }
 
 // Session describes one session.
 func (c *Client) Session(ctx context.Context, sid string) (session.Info, error) {
 	var out sessionInfo
-	_, err := c.call(ctx, mSessionGet, sessionRef{Session: sid}, &out, callOpts{})
+	_, err := c.call(ctx, wire.MethodSessionGet, wire.SessionRef{Session: sid}, &out, callOpts{})
 	return session.Info(out), err
 }
 
 // RemoveSession ends a session and deletes its history.
 func (c *Client) RemoveSession(ctx context.Context, sid string) error {
-	_, err := c.call(ctx, mSessionRemove, sessionRef{Session: sid}, nil, callOpts{})
+	_, err := c.call(ctx, wire.MethodSessionRemove, wire.SessionRef{Session: sid}, nil, callOpts{})
 	return err
 }
 
 // FlushSnapshots has every session whose state changed snapshot it now,
 // before its workspace stops.
 func (c *Client) FlushSnapshots(ctx context.Context) error {
-	_, err := c.call(ctx, mSessionFlush, struct{}{}, nil, callOpts{})
+	_, err := c.call(ctx, wire.MethodSessionFlush, struct{}{}, nil, callOpts{})
 	return err
 }
 
@@ -52,7 +53,7 @@ func (c *Client) FlushSnapshots(ctx context.Context) error {
 // with its last saved state.
 func (c *Client) Revive(ctx context.Context, sid string) ([]session.Info, error) {
 	var out sessionInfos
-	_, err := c.call(ctx, mSessionRevive, ReviveRequest{Session: sid}, &out, callOpts{long: true, headLimit: 4 << 20})
+	_, err := c.call(ctx, wire.MethodSessionRevive, wire.ReviveRequest{Session: sid}, &out, callOpts{long: true, headLimit: 4 << 20})
 	return out, err
 }
 
@@ -63,7 +64,7 @@ func (c *Client) Restart(ctx context.Context, sid string) (session.Info, error) 
 		return session.Info{}, oldRefusal("restart a session with a new shell")
 	}
 	var out sessionInfos
-	if _, err := c.call(ctx, mSessionRevive, ReviveRequest{Session: sid, Fresh: true}, &out, callOpts{long: true, headLimit: 1 << 20}); err != nil {
+	if _, err := c.call(ctx, wire.MethodSessionRevive, wire.ReviveRequest{Session: sid, Fresh: true}, &out, callOpts{long: true, headLimit: 1 << 20}); err != nil {
 		return session.Info{}, err
 	}
 	if len(out) != 1 {
@@ -75,7 +76,7 @@ func (c *Client) Restart(ctx context.Context, sid string) (session.Info, error) 
 // SetEnv exports (and unsets) variables in a session.
 func (c *Client) SetEnv(ctx context.Context, sid string, env map[string]string, unset []string) (session.Info, error) {
 	var out sessionInfo
-	_, err := c.call(ctx, mSessionEnv, setEnvRequest{Session: sid, Env: env, Unset: unset}, &out, callOpts{})
+	_, err := c.call(ctx, wire.MethodSessionEnv, wire.SetEnvRequest{Session: sid, Env: env, Unset: unset}, &out, callOpts{})
 	return session.Info(out), err
 }
 
@@ -83,22 +84,22 @@ func (c *Client) SetEnv(ctx context.Context, sid string, env map[string]string, 
 func (c *Client) History(ctx context.Context, sid string, after uint64, limit int) ([]session.CommandInfo, error) {
 	var out commandInfos
 	// A page is about 2 MiB (one command of up to 1 MiB, escaped, at worst).
-	_, err := c.call(ctx, mHistory, historyRequest{Session: sid, After: after, Limit: limit}, &out, callOpts{headLimit: 12 << 20})
+	_, err := c.call(ctx, wire.MethodHistory, wire.HistoryRequest{Session: sid, After: after, Limit: limit}, &out, callOpts{headLimit: 12 << 20})
 	return out, err
 }
 
 // Command returns one command's record.
 func (c *Client) Command(ctx context.Context, sid, cid string) (session.CommandInfo, error) {
 	var out commandInfo
-	_, err := c.call(ctx, mCommand, commandRef{Session: sid, Command: cid}, &out, callOpts{headLimit: 4 << 20})
+	_, err := c.call(ctx, wire.MethodCommand, wire.CommandRef{Session: sid, Command: cid}, &out, callOpts{headLimit: 4 << 20})
 	return session.CommandInfo(out), err
 }
 
 // Start starts a command and returns its id.
-func (c *Client) Start(ctx context.Context, req ExecRequest, stdin []byte) (string, error) {
+func (c *Client) Start(ctx context.Context, req wire.ExecRequest, stdin []byte) (string, error) {
 	req.Async = true
 	var out asyncResult
-	_, err := c.call(ctx, mExec, req, &out, c.execOpts(req, stdin))
+	_, err := c.call(ctx, wire.MethodExec, req, &out, c.execOpts(req, stdin))
 	return out.CommandID, err
 }
 
@@ -108,7 +109,7 @@ func (c *Client) Start(ctx context.Context, req ExecRequest, stdin []byte) (stri
 // session package's start timeout).
 const ackTimeout = 20 * time.Second
 
-func (c *Client) execOpts(req ExecRequest, stdin []byte) callOpts {
+func (c *Client) execOpts(req wire.ExecRequest, stdin []byte) callOpts {
 	o := callOpts{headLimit: c.resultLimit(), ack: ackTimeout}
 	if req.Stdin {
 		o.body = bytes.NewReader(stdin)
@@ -123,7 +124,7 @@ func (c *Client) execOpts(req ExecRequest, stdin []byte) callOpts {
 // output) with ctx's error. A command with a timeout that the agent does
 // not finish well after it is reported as ErrUnavailable. The caller
 // releases the result (Result.Release).
-func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (Result, error) {
+func (c *Client) Exec(ctx context.Context, req wire.ExecRequest, stdin []byte) (Result, error) {
 	req.Async = false
 	var id string
 	o := c.execOpts(req, stdin)
@@ -132,7 +133,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (Resul
 	callCtx, cancel := c.execDeadline(ctx, req.TimeoutMS)
 	defer cancel()
 	sent := time.Now()
-	res, err := c.resultCall(callCtx, mExec, req, o)
+	res, err := c.resultCall(callCtx, wire.MethodExec, req, o)
 	if err == nil {
 		return res, nil
 	}
@@ -156,7 +157,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin []byte) (Resul
 			return c.waitAgain(callCtx, req.Session, id)
 		case known:
 			c.log.Info("connection lost before a command started; sending it again", "session_id", req.Session, "err", err)
-			res, err = c.resultCall(callCtx, mExec, req, o)
+			res, err = c.resultCall(callCtx, wire.MethodExec, req, o)
 			if err == nil {
 				return res, nil
 			}
@@ -187,17 +188,18 @@ func (c *Client) resultCall(ctx context.Context, method string, args any, o call
 	if c.speaksOld(ctx) {
 		return c.oldResultCall(ctx, method, args, o)
 	}
-	var out ExecResult
+	var checked execResult
 	o.keep = true
-	r, err := c.call(ctx, method, args, &out, o)
+	r, err := c.call(ctx, method, args, &checked, o)
 	if err != nil {
 		return Result{}, err
 	}
 	defer r.Close()
+	out := wire.ExecResult(checked)
 	if o.noOutput {
 		return Result{ExecResult: out.Session([4][]byte{})}, nil
 	}
-	n := out.bodyLen()
+	n := out.BodyLen()
 	release, err := c.takeAnswer(ctx, n)
 	if err != nil {
 		return Result{}, err
@@ -249,7 +251,7 @@ func (c *Client) waitAgain(ctx context.Context, sid, cid string) (Result, error)
 // quickly: an agent that does not answer this does not deserve long. An
 // agent on its way out (a restart under way) is asked again, within that
 // time.
-func (c *Client) findStarted(ctx context.Context, req ExecRequest, sent time.Time) (id string, known bool) {
+func (c *Client) findStarted(ctx context.Context, req wire.ExecRequest, sent time.Time) (id string, known bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for {
@@ -266,7 +268,7 @@ func (c *Client) findStarted(ctx context.Context, req ExecRequest, sent time.Tim
 }
 
 // lookupStarted is one attempt of findStarted.
-func (c *Client) lookupStarted(ctx context.Context, req ExecRequest, sent time.Time) (id string, known bool) {
+func (c *Client) lookupStarted(ctx context.Context, req wire.ExecRequest, sent time.Time) (id string, known bool) {
 	inf, err := c.Session(ctx, req.Session)
 	if errors.Is(err, session.ErrNotFound) {
 		return "", true
@@ -316,7 +318,7 @@ func (c *Client) stopAndWait(sid, id string, cause error) (Result, error) {
 	}
 	// The caller left: its result's output is not read (nor waited for
 	// in the budget).
-	res, err := c.resultCall(ctx, mWait, commandRef{Session: sid, Command: id}, callOpts{long: true, headLimit: c.resultLimit(), noOutput: true})
+	res, err := c.resultCall(ctx, wire.MethodWait, wire.CommandRef{Session: sid, Command: id}, callOpts{long: true, headLimit: c.resultLimit(), noOutput: true})
 	if err != nil {
 		return Result{ExecResult: session.ExecResult{CommandID: id}}, cause
 	}
@@ -325,13 +327,13 @@ func (c *Client) stopAndWait(sid, id string, cause error) (Result, error) {
 
 // Wait waits for a command's result (the caller releases it).
 func (c *Client) Wait(ctx context.Context, sid, cid string) (Result, error) {
-	return c.resultCall(ctx, mWait, commandRef{Session: sid, Command: cid}, callOpts{long: true, headLimit: c.resultLimit()})
+	return c.resultCall(ctx, wire.MethodWait, wire.CommandRef{Session: sid, Command: cid}, callOpts{long: true, headLimit: c.resultLimit()})
 }
 
 // Signal sends a signal (INT, TERM, KILL, HUP, QUIT, USR1, USR2) to a
 // running command.
 func (c *Client) Signal(ctx context.Context, sid, cid, sig string) error {
-	_, err := c.call(ctx, mSignal, signalRequest{Session: sid, Command: cid, Signal: sig}, nil, callOpts{})
+	_, err := c.call(ctx, wire.MethodSignal, wire.SignalRequest{Session: sid, Command: cid, Signal: sig}, nil, callOpts{})
 	return err
 }
 
@@ -345,9 +347,9 @@ type OutputStream struct {
 // Output reads a command's output from req.Offset: what is there (up to
 // req.Limit), or everything until the command ends with req.Follow. The
 // caller closes it.
-func (c *Client) Output(ctx context.Context, req OutputRequest) (*OutputStream, error) {
+func (c *Client) Output(ctx context.Context, req wire.OutputRequest) (*OutputStream, error) {
 	var h outputHead
-	r, err := c.call(ctx, mOutput, req, &h, callOpts{keep: true, long: true, headLimit: 4096})
+	r, err := c.call(ctx, wire.MethodOutput, req, &h, callOpts{keep: true, long: true, headLimit: 4096})
 	if err != nil {
 		return nil, err
 	}
@@ -367,21 +369,21 @@ type limitedCloser struct {
 // File is a file being read from the workspace.
 type File struct {
 	io.ReadCloser
-	Info FileInfo
+	Info wire.FileInfo
 }
 
 // ReadFile opens a file (relative to /workspace) for reading; a directory
 // answers with its entries instead (File nil).
-func (c *Client) ReadFile(ctx context.Context, path string) (*File, []FileInfo, error) {
+func (c *Client) ReadFile(ctx context.Context, path string) (*File, []wire.FileInfo, error) {
 	var h fileHead
-	r, err := c.call(ctx, mFileRead, fileRequest{Path: path}, &h, callOpts{keep: true, long: true, headLimit: 16 << 20})
+	r, err := c.call(ctx, wire.MethodFileRead, wire.FileRequest{Path: path}, &h, callOpts{keep: true, long: true, headLimit: 16 << 20})
 	if err != nil {
 		return nil, nil, err
 	}
 	if h.IsDir {
 		r.Close()
 		if h.Entries == nil {
-			h.Entries = []FileInfo{}
+			h.Entries = []wire.FileInfo{}
 		}
 		return nil, h.Entries, nil
 	}
@@ -393,61 +395,61 @@ func (c *Client) ReadFile(ctx context.Context, path string) (*File, []FileInfo, 
 }
 
 // ListDir lists a directory.
-func (c *Client) ListDir(ctx context.Context, path string) ([]FileInfo, error) {
+func (c *Client) ListDir(ctx context.Context, path string) ([]wire.FileInfo, error) {
 	var out fileInfos
-	_, err := c.call(ctx, mFileList, fileRequest{Path: path}, &out, callOpts{headLimit: 16 << 20})
+	_, err := c.call(ctx, wire.MethodFileList, wire.FileRequest{Path: path}, &out, callOpts{headLimit: 16 << 20})
 	return out, err
 }
 
 // WriteFile writes body (at most max bytes) to a file, atomically.
-func (c *Client) WriteFile(ctx context.Context, path string, body io.Reader, max int64) (FileWriteResult, error) {
-	var out FileWriteResult
-	_, err := c.call(ctx, mFileWrite, fileWriteRequest{Path: path, Max: max}, &out, callOpts{body: body, long: true})
-	return out, err
+func (c *Client) WriteFile(ctx context.Context, path string, body io.Reader, max int64) (wire.FileWriteResult, error) {
+	var out fileWriteResult
+	_, err := c.call(ctx, wire.MethodFileWrite, wire.FileWriteRequest{Path: path, Max: max}, &out, callOpts{body: body, long: true})
+	return wire.FileWriteResult(out), err
 }
 
 // DeleteFile removes a file or a directory tree.
 func (c *Client) DeleteFile(ctx context.Context, path string) error {
-	_, err := c.call(ctx, mFileDelete, fileRequest{Path: path}, nil, callOpts{})
+	_, err := c.call(ctx, wire.MethodFileDelete, wire.FileRequest{Path: path}, nil, callOpts{})
 	return err
 }
 
 // GitInit makes /workspace the workspace's own repository.
-func (c *Client) GitInit(ctx context.Context, req GitInitRequest) error {
+func (c *Client) GitInit(ctx context.Context, req wire.GitInitRequest) error {
 	if req.Reseed && c.speaksOld(ctx) {
 		return oldRefusal("re-seed its repository from its base")
 	}
-	_, err := c.call(ctx, mGitInit, req, nil, callOpts{long: true})
+	_, err := c.call(ctx, wire.MethodGitInit, req, nil, callOpts{long: true})
 	return err
 }
 
 // GitState returns the workspace repository's head and a snapshot commit
 // of its uncommitted work.
-func (c *Client) GitState(ctx context.Context) (GitState, error) {
-	var out GitState
-	_, err := c.call(ctx, mGitState, struct{}{}, &out, callOpts{long: true})
-	return out, err
+func (c *Client) GitState(ctx context.Context) (wire.GitState, error) {
+	var out gitState
+	_, err := c.call(ctx, wire.MethodGitState, struct{}{}, &out, callOpts{long: true})
+	return wire.GitState(out), err
 }
 
 // GitCommit commits everything uncommitted in the workspace.
-func (c *Client) GitCommit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error) {
-	var out GitCommitResult
-	_, err := c.call(ctx, mGitCommit, req, &out, callOpts{long: true})
-	return out, err
+func (c *Client) GitCommit(ctx context.Context, req wire.GitCommitRequest) (wire.GitCommitResult, error) {
+	var out gitCommitResult
+	_, err := c.call(ctx, wire.MethodGitCommit, req, &out, callOpts{long: true})
+	return wire.GitCommitResult(out), err
 }
 
 // GitHas says whether the workspace's store of shipped objects has commit.
-func (c *Client) GitHas(ctx context.Context, commit string) (GitStore, error) {
-	var out GitStore
-	_, err := c.call(ctx, mGitHas, gitStoreRequest{Commit: commit}, &out, callOpts{})
+func (c *Client) GitHas(ctx context.Context, commit string) (wire.GitStore, error) {
+	var out wire.GitStore
+	_, err := c.call(ctx, wire.MethodGitHas, wire.GitStoreRequest{Commit: commit}, &out, callOpts{})
 	return out, err
 }
 
 // GitReceive sends the workspace a pack (from worktree.Repo.PackCommit)
 // that brings commit, for its store of shipped objects.
-func (c *Client) GitReceive(ctx context.Context, commit string, pack io.Reader) (GitStore, error) {
-	var out GitStore
-	_, err := c.call(ctx, mGitReceive, gitStoreRequest{Commit: commit}, &out, callOpts{body: pack, long: true})
+func (c *Client) GitReceive(ctx context.Context, commit string, pack io.Reader) (wire.GitStore, error) {
+	var out wire.GitStore
+	_, err := c.call(ctx, wire.MethodGitReceive, wire.GitStoreRequest{Commit: commit}, &out, callOpts{body: pack, long: true})
 	return out, err
 }
 
@@ -459,7 +461,7 @@ func (c *Client) GitPack(ctx context.Context, want, have []string) (io.ReadClose
 			return nil, fmt.Errorf("%w: %q is not an object id", session.ErrInvalid, id)
 		}
 	}
-	r, err := c.call(ctx, mGitPack, gitPackRequest{Want: want, Have: have}, nil, callOpts{keep: true, long: true, headLimit: 4096})
+	r, err := c.call(ctx, wire.MethodGitPack, wire.GitPackRequest{Want: want, Have: have}, nil, callOpts{keep: true, long: true, headLimit: 4096})
 	if err != nil {
 		return nil, err
 	}

@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"time"
+
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // portAck bounds the wait for the agent's answer to a dial (its own dial is
 // bounded by portDialTimeout).
-const portAck = portDialTimeout + 5*time.Second
+const portAck = wire.PortDialTimeout + 5*time.Second
 
 // Tunnel is a connection to a port inside the workspace, carried by one
 // stream of the agent's connection. It is a mux.HalfConn.
@@ -22,17 +24,17 @@ type Tunnel struct {
 // the agent. ErrNotListening: nothing listens there. The tunnel lives
 // until Close (or until ctx ends, which resets it).
 func (c *Client) DialPort(ctx context.Context, port int) (*Tunnel, error) {
-	if err := ValidPort(port); err != nil {
+	if err := wire.ValidPort(port); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var res PortDialResult
-	r, err := c.call(ctx, mPortDial, PortDialRequest{Port: port}, &res, callOpts{keep: true, duplex: true, long: true, ack: portAck})
+	var res portDialResult
+	r, err := c.call(ctx, wire.MethodPortDial, wire.PortDialRequest{Port: port}, &res, callOpts{keep: true, duplex: true, long: true, ack: portAck})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &Tunnel{r: r, cancel: cancel, Addr: cleanText(res.Addr, 64)}, nil
+	return &Tunnel{r: r, cancel: cancel, Addr: wire.CleanText(res.Addr, 64)}, nil
 }
 
 // Read reads what the workspace's end sent.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/pty"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // termAck bounds the wait for a terminal's head: lending the session and
@@ -27,19 +28,19 @@ type Terminal struct {
 	wmu    sync.Mutex
 	// Head says where the output starts and whether this attach started
 	// the terminal.
-	Head TermAttachResult
+	Head wire.TermAttachResult
 }
 
 // TermEvent is what a terminal sent: output, or (last) its exit.
 type TermEvent struct {
-	Output []byte    // valid until the next call to Next
-	Exit   *TermExit // the terminal ended
+	Output []byte         // valid until the next call to Next
+	Exit   *wire.TermExit // the terminal ended
 }
 
 // AttachTerminal attaches to a session's terminal, starting one if it has
 // none (the session must then be idle: session.ErrBusy otherwise). The
 // terminal outlives the attachment: Close detaches, End ends it.
-func (c *Client) AttachTerminal(ctx context.Context, req TermAttachRequest) (*Terminal, error) {
+func (c *Client) AttachTerminal(ctx context.Context, req wire.TermAttachRequest) (*Terminal, error) {
 	if err := session.ValidateID(req.Session); err != nil {
 		return nil, err
 	}
@@ -47,8 +48,8 @@ func (c *Client) AttachTerminal(ctx context.Context, req TermAttachRequest) (*Te
 		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var head TermAttachResult
-	r, err := c.call(ctx, mTermAttach, req, &head, callOpts{keep: true, duplex: true, long: true, ack: termAck, headLimit: 4 << 10})
+	var head wire.TermAttachResult
+	r, err := c.call(ctx, wire.MethodTermAttach, req, &head, callOpts{keep: true, duplex: true, long: true, ack: termAck, headLimit: 4 << 10})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -56,29 +57,29 @@ func (c *Client) AttachTerminal(ctx context.Context, req TermAttachRequest) (*Te
 	if head.Offset < 0 || head.Session != req.Session {
 		r.Close()
 		cancel()
-		return nil, fmt.Errorf("%w: a terminal head with offset %d for session %q", ErrUnavailable, head.Offset, cleanText(head.Session, 80))
+		return nil, fmt.Errorf("%w: a terminal head with offset %d for session %q", ErrUnavailable, head.Offset, wire.CleanText(head.Session, 80))
 	}
-	return &Terminal{r: r, cancel: cancel, br: bufio.NewReader(r), buf: make([]byte, maxTermFrame), Head: head}, nil
+	return &Terminal{r: r, cancel: cancel, br: bufio.NewReader(r), buf: make([]byte, wire.MaxTermFrame), Head: head}, nil
 }
 
 // Next returns the terminal's next output, or its exit (then io.EOF).
 func (t *Terminal) Next() (TermEvent, error) {
-	typ, p, err := readFrame(t.br, t.buf)
+	typ, p, err := wire.ReadFrame(t.br, t.buf)
 	if err != nil {
 		return TermEvent{}, fmt.Errorf("%w: terminal: %v", ErrUnavailable, err)
 	}
 	switch typ {
-	case frameOutput:
+	case wire.FrameOutput:
 		return TermEvent{Output: p}, nil
-	case frameExit:
-		var x TermExit
+	case wire.FrameExit:
+		var x wire.TermExit
 		if err := json.Unmarshal(p, &x); err != nil {
 			return TermEvent{}, fmt.Errorf("%w: terminal exit: %v", ErrUnavailable, err)
 		}
 		if x.ExitCode < -1 || x.ExitCode > 255 {
 			x.ExitCode = -1
 		}
-		x.Reason = cleanText(x.Reason, 200)
+		x.Reason = wire.CleanText(x.Reason, 200)
 		return TermEvent{Exit: &x}, nil
 	}
 	return TermEvent{}, fmt.Errorf("%w: terminal frame of type %d", ErrUnavailable, typ)
@@ -87,8 +88,8 @@ func (t *Terminal) Next() (TermEvent, error) {
 // Input types p into the terminal.
 func (t *Terminal) Input(p []byte) error {
 	for len(p) > 0 {
-		n := min(len(p), maxTermFrame)
-		if err := t.send(frameInput, p[:n]); err != nil {
+		n := min(len(p), wire.MaxTermFrame)
+		if err := t.send(wire.FrameInput, p[:n]); err != nil {
 			return err
 		}
 		p = p[n:]
@@ -104,17 +105,17 @@ func (t *Terminal) Resize(rows, cols int) error {
 	var b [4]byte
 	binary.BigEndian.PutUint16(b[:], uint16(rows))
 	binary.BigEndian.PutUint16(b[2:], uint16(cols))
-	return t.send(frameResize, b[:])
+	return t.send(wire.FrameResize, b[:])
 }
 
 // End ends the terminal (its shell is hung up and hands the session
 // back); Next then returns the rest of its output and its exit.
-func (t *Terminal) End() error { return t.send(frameEnd, nil) }
+func (t *Terminal) End() error { return t.send(wire.FrameEnd, nil) }
 
 func (t *Terminal) send(typ byte, p []byte) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	if err := writeFrame(t.r.st, typ, p); err != nil {
+	if err := wire.WriteFrame(t.r.st, typ, p); err != nil {
 		return fmt.Errorf("%w: terminal: %v", ErrUnavailable, err)
 	}
 	return nil

@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"fmt"
+
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // An upgraded sidecar adopts workspaces whose containers an earlier
 // release made: their agent runs that release's binary (the container
-// mounts its agent volume) and speaks OldProtocol until the container is
+// mounts its agent volume) and speaks wire.OldProtocol until the container is
 // made anew (a fork, or a move at start). Such a client (ClientConfig.
 // OldAgent) reads that protocol's exec results, whose output is inline in
 // the result line; everything else on the wire is the same. Each answer
@@ -25,15 +27,15 @@ type oldOutput struct {
 
 // oldExecResult is an ExecResult as OldProtocol sends it.
 type oldExecResult struct {
-	ExecResult
+	wire.ExecResult
 	Stdout oldOutput `json:"stdout"`
 	Stderr oldOutput `json:"stderr"`
 }
 
 // current is r as ExecResult (the output's lengths) and its bytes.
-func (r *oldExecResult) current() (ExecResult, [4][]byte) {
-	out := func(o oldOutput) Output {
-		return Output{DataLen: len(o.Data), TailLen: len(o.Tail), Size: o.Size, Truncated: o.Truncated}
+func (r *oldExecResult) current() (wire.ExecResult, [4][]byte) {
+	out := func(o oldOutput) wire.Output {
+		return wire.Output{DataLen: len(o.Data), TailLen: len(o.Tail), Size: o.Size, Truncated: o.Truncated}
 	}
 	e := r.ExecResult
 	e.Stdout, e.Stderr = out(r.Stdout), out(r.Stderr)
@@ -42,7 +44,7 @@ func (r *oldExecResult) current() (ExecResult, [4][]byte) {
 
 func (r *oldExecResult) validate(limit int) error {
 	e, _ := r.current()
-	return e.validate(limit)
+	return validExecResult(&e, limit)
 }
 
 // oldResultLimit is the longest OldProtocol exec result line: head and
@@ -56,7 +58,7 @@ func (c *Client) speaksOld(ctx context.Context) bool {
 		return false
 	}
 	_, h, err := c.connection(ctx)
-	return err == nil && h.Protocol == OldProtocol
+	return err == nil && h.Protocol == wire.OldProtocol
 }
 
 // oldLineHold is what a long OldProtocol result line holds: its limit, or
@@ -103,7 +105,7 @@ func (c *Client) oldResultCall(ctx context.Context, method string, args any, o c
 	}
 	if release == nil {
 		var err error
-		if release, err = c.takeAnswer(ctx, e.bodyLen()); err != nil {
+		if release, err = c.takeAnswer(ctx, e.BodyLen()); err != nil {
 			return Result{}, err
 		}
 	}
@@ -112,5 +114,5 @@ func (c *Client) oldResultCall(ctx context.Context, method string, args any, o c
 
 // oldRefusal is the error for what an OldProtocol agent cannot do.
 func oldRefusal(what string) error {
-	return fmt.Errorf("%w: this workspace's container was made by an earlier patina, whose agent cannot %s; fork the workspace (the fork runs this patina's agent) and use the fork", ErrConflict, what)
+	return fmt.Errorf("%w: this workspace's container was made by an earlier patina, whose agent cannot %s; fork the workspace (the fork runs this patina's agent) and use the fork", wire.ErrConflict, what)
 }

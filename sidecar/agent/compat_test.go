@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
@@ -34,10 +35,10 @@ func oldExecReply(stdout []byte) func(st *mux.Stream) {
 func TestOldAgentSpokenTo(t *testing.T) {
 	for _, out := range [][]byte{[]byte("short\n"), bytes.Repeat([]byte("0123456789"), 30000)} {
 		b := budget.New(4 << 20)
-		c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
+		c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: wire.OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
 			cfg.OldAgent, cfg.Budget = true, b
 		})
-		res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
+		res, err := c.Exec(context.Background(), wire.ExecRequest{Session: "default", Command: "true"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,9 +57,9 @@ func TestOldAgentSpokenTo(t *testing.T) {
 			t.Fatalf("exp nothing held after Release, got %d", got)
 		}
 	}
-	c := fakeAgentSpeaking(t, oldExecReply(nil), fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) { cfg.OldAgent = true })
+	c := fakeAgentSpeaking(t, oldExecReply(nil), fakeWire{protocol: wire.OldProtocol, fullWindows: true}, func(cfg *ClientConfig) { cfg.OldAgent = true })
 	// What its agent cannot do is refused, saying what to do instead.
-	if _, err := c.Restart(context.Background(), "default"); !errors.Is(err, ErrConflict) {
+	if _, err := c.Restart(context.Background(), "default"); !errors.Is(err, wire.ErrConflict) {
 		t.Fatalf("restart on an old agent: exp a conflict, got %v", err)
 	}
 }
@@ -68,14 +69,14 @@ func TestOldAgentSpokenTo(t *testing.T) {
 // refused, and so are inline results from an agent of this protocol.
 func TestOldProtocolRefusedFromNewContainer(t *testing.T) {
 	out := []byte("hello\n")
-	c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: OldProtocol, fullWindows: true})
-	if _, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil); !errors.Is(err, ErrUnavailable) {
+	c := fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: wire.OldProtocol, fullWindows: true})
+	if _, err := c.Exec(context.Background(), wire.ExecRequest{Session: "default", Command: "true"}, nil); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("exp the old protocol refused, got %v", err)
 	}
-	c = fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: ProtocolVersion})
-	res, err := c.Exec(context.Background(), ExecRequest{Session: "default", Command: "true"}, nil)
+	c = fakeAgentSpeaking(t, oldExecReply(out), fakeWire{protocol: wire.ProtocolVersion})
+	res, err := c.Exec(context.Background(), wire.ExecRequest{Session: "default", Command: "true"}, nil)
 	if err == nil && len(res.Stdout.Data) != 0 {
-		t.Fatalf("exp inline output ignored from a protocol %d agent, got %q", ProtocolVersion, res.Stdout.Data)
+		t.Fatalf("exp inline output ignored from a protocol %d agent, got %q", wire.ProtocolVersion, res.Stdout.Data)
 	}
 }
 
@@ -94,7 +95,7 @@ func TestOldAgentLongLinesHoldOnlyItsShare(t *testing.T) {
 		}
 		<-st.Done()
 	}
-	c := fakeAgentSpeaking(t, reply, fakeWire{protocol: OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
+	c := fakeAgentSpeaking(t, reply, fakeWire{protocol: wire.OldProtocol, fullWindows: true}, func(cfg *ClientConfig) {
 		cfg.OldAgent, cfg.Budget = true, b
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -102,7 +103,7 @@ func TestOldAgentLongLinesHoldOnlyItsShare(t *testing.T) {
 	errs := make(chan error, 16)
 	for range 16 {
 		go func() {
-			_, err := c.Exec(ctx, ExecRequest{Session: "default", Command: "true"}, nil)
+			_, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "true"}, nil)
 			errs <- err
 		}()
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -74,7 +75,7 @@ func TestDialPort(t *testing.T) {
 	closed := ln2.Addr().(*net.TCPAddr).Port
 	ln2.Close()
 	start := time.Now()
-	if _, err := f.client.DialPort(ctx, closed); !errors.Is(err, ErrNotListening) {
+	if _, err := f.client.DialPort(ctx, closed); !errors.Is(err, wire.ErrNotListening) {
 		t.Fatalf("exp ErrNotListening, got %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -121,7 +122,7 @@ func TestDialPortHostileAgent(t *testing.T) {
 	for name, reply := range map[string]func(st *mux.Stream){
 		"junk": func(st *mux.Stream) { st.WriteFinal([]byte("\x00junk\n")) },
 		"long address": func(st *mux.Stream) {
-			writeHead(st, PortDialResult{Addr: string(bytes.Repeat([]byte("a"), 100))})
+			writeHead(st, wire.PortDialResult{Addr: string(bytes.Repeat([]byte("a"), 100))})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -17,12 +19,12 @@ import (
 type screen struct {
 	mu   sync.Mutex
 	out  bytes.Buffer
-	exit chan TermExit
+	exit chan wire.TermExit
 	err  error
 }
 
 func watch(term *Terminal) *screen {
-	sc := &screen{exit: make(chan TermExit, 1)}
+	sc := &screen{exit: make(chan wire.TermExit, 1)}
 	go func() {
 		for {
 			ev, err := term.Next()
@@ -61,7 +63,7 @@ func (sc *screen) expect(t *testing.T, want string) {
 	}
 }
 
-func (sc *screen) exited(t *testing.T) TermExit {
+func (sc *screen) exited(t *testing.T) wire.TermExit {
 	t.Helper()
 	select {
 	case x := <-sc.exit:
@@ -69,7 +71,7 @@ func (sc *screen) exited(t *testing.T) TermExit {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("the terminal did not end; it showed %q", sc.text())
 	}
-	return TermExit{}
+	return wire.TermExit{}
 }
 
 // A terminal starts where its session is, resizes, keeps running across a
@@ -79,13 +81,13 @@ func (sc *screen) exited(t *testing.T) TermExit {
 func TestTerminal(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.client.CreateSession(ctx, CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
+	if _, err := f.client.CreateSession(ctx, wire.CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: "export X=from-session; mkdir -p sub"}, nil); err != nil {
+	if _, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: "export X=from-session; mkdir -p sub"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	term, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
+	term, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestTerminal(t *testing.T) {
 	term.Input([]byte("stty size; printf 'bin:\\000\\377\\033[31mred\\033[0m\\n'\r"))
 	sc.expect(t, "50 132")
 	sc.expect(t, "bin:\x00\xff\x1b[31mred\x1b[0m")
-	if _, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: "true"}, nil); !errors.Is(err, session.ErrBusy) {
+	if _, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: "true"}, nil); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("exec while a terminal is attached: exp ErrBusy, got %v", err)
 	}
 	if inf, err := f.client.Session(ctx, "s"); err != nil || !inf.Terminal {
@@ -114,7 +116,7 @@ func TestTerminal(t *testing.T) {
 	seen = int64(len(sc.text()))
 	term.Close()
 	time.Sleep(600 * time.Millisecond)
-	term2, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 30, Cols: 100, Offset: seen})
+	term2, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 30, Cols: 100, Offset: seen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestTerminal(t *testing.T) {
 		t.Fatal("re-attach by offset replayed what the client had seen")
 	}
 	// A second viewer from the start sees everything kept.
-	term3, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 30, Cols: 100})
+	term3, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 30, Cols: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestTerminal(t *testing.T) {
 		t.Fatalf("ended terminal: %+v", x)
 	}
 	term2.Close()
-	res, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: `echo "$PWD $TYPED $X"`}, nil)
+	res, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: `echo "$PWD $TYPED $X"`}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func TestTerminal(t *testing.T) {
 	}
 
 	// A terminal whose shell exits ends by itself, with its status.
-	term4, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
+	term4, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,12 +176,12 @@ func TestTerminal(t *testing.T) {
 // Nobody attached for TermLinger: the terminal is hung up and the session
 // is free again. A running command or an ended session refuses a terminal.
 func TestTerminalLingerAndRefusals(t *testing.T) {
-	f := newFixture(t, func(c *ServerConfig) { c.TermLinger = 300 * time.Millisecond })
+	f := newFixture(t, func(c *inside.ServerConfig) { c.TermLinger = 300 * time.Millisecond })
 	ctx := context.Background()
-	if _, err := f.client.CreateSession(ctx, CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
+	if _, err := f.client.CreateSession(ctx, wire.CreateSessionRequest{ID: "s", Cwd: f.work}); err != nil {
 		t.Fatal(err)
 	}
-	term, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
+	term, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestTerminalLingerAndRefusals(t *testing.T) {
 	term.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: `echo "$LEFT"`}, nil)
+		res, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: `echo "$LEFT"`}, nil)
 		if err == nil {
 			if string(res.Stdout.Data) != "42\n" {
 				t.Fatalf("after linger: %q", res.Stdout.Data)
@@ -202,11 +204,11 @@ func TestTerminalLingerAndRefusals(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	id, err := f.client.Start(ctx, ExecRequest{Session: "s", Command: "sleep 5"}, nil)
+	id, err := f.client.Start(ctx, wire.ExecRequest{Session: "s", Command: "sleep 5"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 24, Cols: 80}); !errors.Is(err, session.ErrBusy) {
+	if _, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80}); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("attach while %s runs: exp ErrBusy, got %v", id, err)
 	}
 	if err := f.client.Signal(ctx, "s", id, "KILL"); err != nil {
@@ -215,16 +217,16 @@ func TestTerminalLingerAndRefusals(t *testing.T) {
 	if _, err := f.client.Wait(ctx, "s", id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.client.Exec(ctx, ExecRequest{Session: "s", Command: "exit 3"}, nil); err != nil {
+	if _, err := f.client.Exec(ctx, wire.ExecRequest{Session: "s", Command: "exit 3"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 24, Cols: 80}); !errors.Is(err, session.ErrEnded) {
+	if _, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80}); !errors.Is(err, session.ErrEnded) {
 		t.Fatalf("attach to an ended session: exp ErrEnded, got %v", err)
 	}
-	if _, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "nope", Rows: 24, Cols: 80}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "nope", Rows: 24, Cols: 80}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("attach to no session: exp ErrNotFound, got %v", err)
 	}
-	if _, err := f.client.AttachTerminal(ctx, TermAttachRequest{Session: "s", Rows: 0, Cols: 80}); !errors.Is(err, session.ErrInvalid) {
+	if _, err := f.client.AttachTerminal(ctx, wire.TermAttachRequest{Session: "s", Rows: 0, Cols: 80}); !errors.Is(err, session.ErrInvalid) {
 		t.Fatalf("attach with 0 rows: exp ErrInvalid, got %v", err)
 	}
 }
@@ -240,7 +242,7 @@ func TestHostileTerminal(t *testing.T) {
 	for name, answer := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := fakeAgent(t, func(st *mux.Stream) { _, _ = st.Write([]byte(answer)); <-st.Done() })
-			term, err := c.AttachTerminal(context.Background(), TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
+			term, err := c.AttachTerminal(context.Background(), wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +253,7 @@ func TestHostileTerminal(t *testing.T) {
 		})
 	}
 	c := fakeAgent(t, func(st *mux.Stream) { _, _ = st.Write([]byte(`{"r":{"sid":"other","offset":-5}}` + "\n")) })
-	if _, err := c.AttachTerminal(context.Background(), TermAttachRequest{Session: "s", Rows: 24, Cols: 80}); !errors.Is(err, ErrUnavailable) {
+	if _, err := c.AttachTerminal(context.Background(), wire.TermAttachRequest{Session: "s", Rows: 24, Cols: 80}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a lying head: exp ErrUnavailable, got %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // Everything the agent answers is checked before the sidecar uses it: ids
@@ -14,9 +15,21 @@ import (
 // against their values. A reply that fails is not repaired, it is refused
 // (ErrUnavailable), so a lying agent gets nothing through.
 
-// validator is implemented by result types that can be checked.
+// validator is implemented by result types that can be checked. The
+// results of package wire are decoded into this package's types of the
+// same structure (execResult for wire.ExecResult, ...), which have the
+// checks.
 type validator interface {
 	validate(outputLimit int) error
+}
+
+// The types answers are decoded into are checked: one that lost its
+// validate method would be read unchecked, silently.
+var _ = []validator{
+	(*execResult)(nil), (*oldExecResult)(nil), (*asyncResult)(nil), (*setupResult)(nil),
+	(*sessionInfo)(nil), (*sessionInfos)(nil), (*commandInfo)(nil), (*commandInfos)(nil),
+	(*fileHead)(nil), (*fileInfos)(nil), (*fileWriteResult)(nil), (*outputHead)(nil),
+	(*gitState)(nil), (*gitCommitResult)(nil), (*portDialResult)(nil),
 }
 
 // Bounds of free text in replies.
@@ -59,14 +72,14 @@ func checkCwd(cwd string) error {
 	return checkText("cwd", cwd, maxPath)
 }
 
-// validate checks a hello; oldAgent: the workspace's container was made by
-// an earlier patina, whose agent may speak OldProtocol.
-func (h *Hello) validate(workspaceID string, oldAgent bool) error {
+// validHello checks a hello; oldAgent: the workspace's container was made
+// by an earlier patina, whose agent may speak OldProtocol.
+func validHello(h *wire.Hello, workspaceID string, oldAgent bool) error {
 	if h.WorkspaceID != workspaceID {
-		return fmt.Errorf("%w: the agent answered for workspace %q, not %q", ErrUnavailable, cleanText(h.WorkspaceID, 80), workspaceID)
+		return fmt.Errorf("%w: the agent answered for workspace %q, not %q", ErrUnavailable, wire.CleanText(h.WorkspaceID, 80), workspaceID)
 	}
-	if h.Protocol != ProtocolVersion && !(oldAgent && h.Protocol == OldProtocol) {
-		return fmt.Errorf("%w: the workspace's container was made by another patina, whose agent speaks protocol %d (this sidecar's: %d); fork the workspace, or remove its container and start it, to run this sidecar's agent", ErrUnavailable, h.Protocol, ProtocolVersion)
+	if h.Protocol != wire.ProtocolVersion && !(oldAgent && h.Protocol == wire.OldProtocol) {
+		return fmt.Errorf("%w: the workspace's container was made by another patina, whose agent speaks protocol %d (this sidecar's: %d); fork the workspace, or remove its container and start it, to run this sidecar's agent", ErrUnavailable, h.Protocol, wire.ProtocolVersion)
 	}
 	if h.Sessions < 0 || h.Live < 0 || h.Live > h.Sessions || h.PID < 0 {
 		return fmt.Errorf("%w: impossible counts in hello", ErrUnavailable)
@@ -74,7 +87,7 @@ func (h *Hello) validate(workspaceID string, oldAgent bool) error {
 	return checkText("version", h.Version, 256)
 }
 
-func (o Output) check(what string, limit int) error {
+func checkOutput(o wire.Output, what string, limit int) error {
 	switch {
 	case o.Size < 0:
 		return fmt.Errorf("%s: negative size", what)
@@ -90,17 +103,22 @@ func (o Output) check(what string, limit int) error {
 	return nil
 }
 
-func (r *ExecResult) validate(limit int) error {
+// execResult is a wire.ExecResult that validates.
+type execResult wire.ExecResult
+
+func (r *execResult) validate(limit int) error { return validExecResult((*wire.ExecResult)(r), limit) }
+
+func validExecResult(r *wire.ExecResult, limit int) error {
 	switch {
 	case !validCommandID(r.CommandID):
-		return fmt.Errorf("command id %q", cleanText(r.CommandID, 40))
+		return fmt.Errorf("command id %q", wire.CleanText(r.CommandID, 40))
 	case r.ExitCode < -1 || r.ExitCode > 255:
 		return fmt.Errorf("exit code %d", r.ExitCode)
 	}
-	if err := r.Stdout.check("stdout", limit); err != nil {
+	if err := checkOutput(r.Stdout, "stdout", limit); err != nil {
 		return err
 	}
-	if err := r.Stderr.check("stderr", limit); err != nil {
+	if err := checkOutput(r.Stderr, "stderr", limit); err != nil {
 		return err
 	}
 	if err := checkText("notice", r.Notice, maxNotice); err != nil {
@@ -108,6 +126,9 @@ func (r *ExecResult) validate(limit int) error {
 	}
 	return checkCwd(r.Cwd)
 }
+
+// asyncResult is a wire.AsyncResult that validates.
+type asyncResult wire.AsyncResult
 
 func (a *asyncResult) validate(int) error {
 	if !validCommandID(a.CommandID) {
@@ -118,12 +139,12 @@ func (a *asyncResult) validate(int) error {
 
 func validInfo(inf *session.Info) error {
 	if session.ValidateID(inf.ID) != nil {
-		return fmt.Errorf("session id %q", cleanText(inf.ID, 80))
+		return fmt.Errorf("session id %q", wire.CleanText(inf.ID, 80))
 	}
 	switch inf.State {
 	case session.StateIdle, session.StateRunning, session.StateEnded, session.StateClosed:
 	default:
-		return fmt.Errorf("session state %q", cleanText(string(inf.State), 40))
+		return fmt.Errorf("session state %q", wire.CleanText(string(inf.State), 40))
 	}
 	if inf.Running != "" && !validCommandID(inf.Running) {
 		return errors.New("running command id")
@@ -162,7 +183,7 @@ func (s *sessionInfos) validate(int) error {
 func validCommand(ci *session.CommandInfo) error {
 	switch {
 	case !validCommandID(ci.ID):
-		return fmt.Errorf("command id %q", cleanText(ci.ID, 40))
+		return fmt.Errorf("command id %q", wire.CleanText(ci.ID, 40))
 	case ci.StdoutBytes < 0 || ci.StderrBytes < 0:
 		return errors.New("negative output size")
 	case ci.ExitCode != nil && (*ci.ExitCode < -1 || *ci.ExitCode > 255):
@@ -171,7 +192,7 @@ func validCommand(ci *session.CommandInfo) error {
 	switch ci.State {
 	case session.CommandRunning, session.CommandFinished, session.CommandLost:
 	default:
-		return fmt.Errorf("command state %q", cleanText(string(ci.State), 40))
+		return fmt.Errorf("command state %q", wire.CleanText(string(ci.State), 40))
 	}
 	return checkText("command text", ci.Command, maxCommand)
 }
@@ -183,7 +204,7 @@ func (c *commandInfo) validate(int) error { return validCommand((*session.Comman
 type commandInfos []session.CommandInfo
 
 func (c *commandInfos) validate(int) error {
-	if len(*c) > MaxHistoryPage {
+	if len(*c) > wire.MaxHistoryPage {
 		return errors.New("too many history records")
 	}
 	for i := range *c {
@@ -202,26 +223,29 @@ func idAfter(a, b string) bool {
 	return len(a) > len(b) || (len(a) == len(b) && a > b)
 }
 
-func validFileInfo(fi *FileInfo) error {
+func validFileInfo(fi *wire.FileInfo) error {
 	switch {
 	case fi.Name == "" || strings.ContainsAny(fi.Name, "/\x00") || len(fi.Name) > maxName:
-		return fmt.Errorf("file name %q", cleanText(fi.Name, 80))
+		return fmt.Errorf("file name %q", wire.CleanText(fi.Name, 80))
 	case fi.Size < 0:
 		return errors.New("negative file size")
 	}
 	switch fi.Type {
 	case "file", "dir", "symlink", "other":
 	default:
-		return fmt.Errorf("file type %q", cleanText(fi.Type, 40))
+		return fmt.Errorf("file type %q", wire.CleanText(fi.Type, 40))
 	}
 	return nil
 }
+
+// fileHead is a wire.FileHead that validates.
+type fileHead wire.FileHead
 
 func (f *fileHead) validate(int) error {
 	if err := validFileInfo(&f.FileInfo); err != nil && f.Name != "." {
 		return err
 	}
-	if len(f.Entries) > MaxListEntries {
+	if len(f.Entries) > wire.MaxListEntries {
 		return errors.New("too many entries")
 	}
 	for i := range f.Entries {
@@ -232,10 +256,10 @@ func (f *fileHead) validate(int) error {
 	return nil
 }
 
-type fileInfos []FileInfo
+type fileInfos []wire.FileInfo
 
 func (f *fileInfos) validate(int) error {
-	if len(*f) > MaxListEntries {
+	if len(*f) > wire.MaxListEntries {
 		return errors.New("too many entries")
 	}
 	for i := range *f {
@@ -246,12 +270,18 @@ func (f *fileInfos) validate(int) error {
 	return nil
 }
 
-func (w *FileWriteResult) validate(int) error {
+// fileWriteResult is a wire.FileWriteResult that validates.
+type fileWriteResult wire.FileWriteResult
+
+func (w *fileWriteResult) validate(int) error {
 	if w.Size < 0 {
 		return errors.New("negative size")
 	}
 	return nil
 }
+
+// outputHead is a wire.OutputHead that validates.
+type outputHead wire.OutputHead
 
 func (o *outputHead) validate(int) error {
 	if o.Size < -1 {
@@ -274,7 +304,10 @@ func validObjectID(id string) bool {
 	return true
 }
 
-func (g *GitState) validate(int) error {
+// gitState is a wire.GitState that validates.
+type gitState wire.GitState
+
+func (g *gitState) validate(int) error {
 	if g.Head != "" && !validObjectID(g.Head) {
 		return errors.New("head is not an object id")
 	}
@@ -284,16 +317,31 @@ func (g *GitState) validate(int) error {
 	return checkText("branch", g.Branch, 1024)
 }
 
-func (g *GitCommitResult) validate(int) error {
+// gitCommitResult is a wire.GitCommitResult that validates.
+type gitCommitResult wire.GitCommitResult
+
+func (g *gitCommitResult) validate(int) error {
 	if g.Commit != "" && !validObjectID(g.Commit) {
 		return errors.New("commit is not an object id")
 	}
 	return nil
 }
 
-func (r *PortDialResult) validate(int) error {
+// portDialResult is a wire.PortDialResult that validates.
+type portDialResult wire.PortDialResult
+
+func (r *portDialResult) validate(int) error {
 	if len(r.Addr) > 64 {
 		return errors.New("an address over 64 bytes")
 	}
+	return nil
+}
+
+// setupResult is a wire.SetupResult that validates (its warning made
+// printable).
+type setupResult wire.SetupResult
+
+func (r *setupResult) validate(int) error {
+	r.Warning = wire.CleanText(r.Warning, maxNotice)
 	return nil
 }

@@ -328,7 +328,7 @@ func (v *agentVolume) prune(ctx context.Context, d *Docker) {
 // AgentStart: engine.AgentStart.
 type AgentStart = engine.AgentStart
 
-// agentTokenEnv carries an agent's token (agent.TokenEnv).
+// agentTokenEnv carries an agent's token (wire.TokenEnv).
 const agentTokenEnv = "PATINA_AGENT_TOKEN"
 
 // initCommand is the entrypoint of a container whose init starts its
@@ -450,7 +450,7 @@ func (d *Docker) netns(ctx context.Context, containerID string) (*os.File, error
 	return ns, nil
 }
 
-// agentSocket is the agent's abstract socket (agent.SocketName).
+// agentSocket is the agent's abstract socket (wire.SocketName).
 const agentSocket = "@patina-agent"
 
 // dialExec starts `patina agent relay` in the container and speaks through

@@ -22,7 +22,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/image"
 )
 
@@ -149,7 +149,7 @@ func TestAgentVolumeRewrittenIsFilledAgain(t *testing.T) {
 	}
 	c := agentClient(d2, cid, "trewrite", "tok")
 	defer c.Close()
-	res, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "echo ok", Ensure: true}, nil)
+	res, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "echo ok", Ensure: true}, nil)
 	if err != nil || string(res.Stdout.Data) != "ok\n" {
 		t.Fatalf("the agent of the refilled volume: %+v %v", res, err)
 	}

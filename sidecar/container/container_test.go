@@ -22,6 +22,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/image"
 )
 
@@ -91,7 +92,7 @@ func TestAgentInContainer(t *testing.T) {
 			}
 			c := agentClient(d, cid, id, "secret")
 			defer c.Close()
-			res, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "echo $PATINA_WORKSPACE; pwd; id -u; grep CapEff /proc/self/status", Ensure: true}, nil)
+			res, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "echo $PATINA_WORKSPACE; pwd; id -u; grep CapEff /proc/self/status", Ensure: true}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +105,7 @@ func TestAgentInContainer(t *testing.T) {
 				t.Fatalf("exp only the kept capabilities, got %q", out)
 			}
 			// The agent's token is not in the shells' environment.
-			res, _ = c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "env | grep -c PATINA_AGENT_TOKEN; mknod /tmp/dev b 8 0; echo mknod=$?; touch /.patina/bin/x; echo ro=$?"}, nil)
+			res, _ = c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "env | grep -c PATINA_AGENT_TOKEN; mknod /tmp/dev b 8 0; echo mknod=$?; touch /.patina/bin/x; echo ro=$?"}, nil)
 			if got := string(res.Stdout.Data); got != "0\nmknod=1\nro=1\n" {
 				t.Fatalf("exp no token, no mknod, a read-only binary: %q", got)
 			}
@@ -123,11 +124,11 @@ func TestAgentKilledFromInside(t *testing.T) {
 	}
 	c := agentClient(d, cid, "tkill", "tok")
 	defer c.Close()
-	if _, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "export KEEP=1; cd /tmp", Ensure: true}, nil); err != nil {
+	if _, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "export KEEP=1; cd /tmp", Ensure: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	h1, _ := c.Connect(ctx)
-	res, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "kill -9 -1; sleep 0.5; echo after"}, nil)
+	res, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "kill -9 -1; sleep 0.5; echo after"}, nil)
 	if err != nil {
 		t.Fatalf("exec across the agent's death: %v", err)
 	}
@@ -138,7 +139,7 @@ func TestAgentKilledFromInside(t *testing.T) {
 	if err != nil || h2.PID == h1.PID {
 		t.Fatalf("exp a new agent, got %+v %v", h2, err)
 	}
-	res, err = c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "echo $KEEP $PWD"}, nil)
+	res, err = c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "echo $KEEP $PWD"}, nil)
 	if err != nil || string(res.Stdout.Data) != "1 /tmp\n" {
 		t.Fatalf("the session after the agent's restart: %+v %v", res, err)
 	}
@@ -191,7 +192,7 @@ func TestAgentVolumeRemovedBehindOurBack(t *testing.T) {
 	}
 	c := agentClient(d, cid, "tpruned", "tok")
 	defer c.Close()
-	res, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "echo ok", Ensure: true}, nil)
+	res, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "echo ok", Ensure: true}, nil)
 	if err != nil || string(res.Stdout.Data) != "ok\n" {
 		t.Fatalf("exec: %+v %v", res, err)
 	}
@@ -343,7 +344,7 @@ func TestAgentStartedByInit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the init's agent did not answer: %v", err)
 	}
-	res, err := c.Exec(ctx, agent.ExecRequest{Session: "default", Command: "env | grep -c PATINA_AGENT_TOKEN", Ensure: true}, nil)
+	res, err := c.Exec(ctx, wire.ExecRequest{Session: "default", Command: "env | grep -c PATINA_AGENT_TOKEN", Ensure: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

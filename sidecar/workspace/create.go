@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/engine"
@@ -274,7 +274,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		_ = m.eng.RemoveVolumes(cleanup, md.ID)
 	})
 	w.mu.Lock()
-	w.meta.ContainerID, w.meta.AgentProtocol = cid, agent.ProtocolVersion
+	w.meta.ContainerID, w.meta.AgentProtocol = cid, wire.ProtocolVersion
 	w.repo = repo
 	w.agent = w.newAgentClient()
 	w.mu.Unlock()

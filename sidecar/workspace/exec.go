@@ -9,19 +9,20 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
-func (req ExecRequest) agent(sid string) (agent.ExecRequest, error) {
+func (req ExecRequest) agent(sid string) (wire.ExecRequest, error) {
 	if req.Command == "" {
-		return agent.ExecRequest{}, fmt.Errorf("%w: command is required", ErrInvalid)
+		return wire.ExecRequest{}, fmt.Errorf("%w: command is required", ErrInvalid)
 	}
 	if strings.IndexByte(req.Command, 0) >= 0 {
-		return agent.ExecRequest{}, fmt.Errorf("%w: command text contains a NUL byte", session.ErrInvalid)
+		return wire.ExecRequest{}, fmt.Errorf("%w: command text contains a NUL byte", session.ErrInvalid)
 	}
 	if req.Timeout < 0 {
-		return agent.ExecRequest{}, fmt.Errorf("%w: timeout out of range", ErrInvalid)
+		return wire.ExecRequest{}, fmt.Errorf("%w: timeout out of range", ErrInvalid)
 	}
-	return agent.ExecRequest{
+	return wire.ExecRequest{
 		Session:   sid,
 		Command:   req.Command,
 		TimeoutMS: req.Timeout.Milliseconds(),
@@ -147,7 +148,7 @@ func (m *Manager) Output(ctx context.Context, idOrName string, req OutputRequest
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.Output(ctx, agent.OutputRequest{Session: req.Session, Command: req.Command, Stream: req.Stream, Offset: req.Offset, Follow: req.Follow})
+	out, err := c.Output(ctx, wire.OutputRequest{Session: req.Session, Command: req.Command, Stream: req.Stream, Offset: req.Offset, Follow: req.Follow})
 	return out, w.explain(err)
 }
 

@@ -18,13 +18,14 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/sessiontest"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
 // fakeEngine stands in for Docker in the domain's unit tests: a
-// "container" is a directory, and its agent is a real agent.Server run in
+// "container" is a directory, and its agent is a real inside.Server run in
 // this process (real bash sessions, real git) on an abstract socket of its
 // own. What cannot run here is the container's isolation itself; the
 // end-to-end tests in tests/ cover that against real Docker.
@@ -58,7 +59,7 @@ type fakeContainer struct {
 }
 
 type fakeAgent struct {
-	srv    *agent.Server
+	srv    *inside.Server
 	ln     net.Listener
 	cancel context.CancelFunc
 }
@@ -246,29 +247,29 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a engine.AgentS
 	if e.hostile[c.wsid] {
 		go serveGarbage(actx, ln)
 		c.agent = &fakeAgent{ln: ln, cancel: cancel, srv: nil}
-		c.agent.srv, _ = agent.NewServer(actx, agent.ServerConfig{WorkspaceID: "x", Token: "x", StateDir: filepath.Join(c.dir, "hostile-state"), Workdir: filepath.Join(c.dir, "workspace")})
+		c.agent.srv, _ = inside.NewServer(actx, inside.ServerConfig{WorkspaceID: "x", Token: "x", StateDir: filepath.Join(c.dir, "hostile-state"), Workdir: filepath.Join(c.dir, "workspace")})
 		return nil
 	}
 	workdir := filepath.Join(c.dir, "workspace")
 	if c.spec.Files != "" {
 		workdir = c.spec.Files
 	}
-	cfg := agent.ServerConfig{
+	cfg := inside.ServerConfig{
 		WorkspaceID:    a.WorkspaceID,
 		Token:          a.Token,
 		StateDir:       filepath.Join(c.dir, "state"),
 		Workdir:        workdir,
 		InterruptGrace: 200 * time.Millisecond,
 		Launcher:       c.procs,
-		Git:            remapGit{agent.WorkspaceGit(workdir, filepath.Join(c.dir, "state"), slog.New(slog.DiscardHandler)), c.spec},
+		Git:            remapGit{inside.WorkspaceGit(workdir, filepath.Join(c.dir, "state"), slog.New(slog.DiscardHandler)), c.spec},
 	}
-	srv, err := agent.NewServer(actx, cfg)
+	srv, err := inside.NewServer(actx, cfg)
 	// The agent of this workspace's previous container may still be
 	// letting go of the sessions' directory (its Close runs on): wait for
 	// it, as a new container's agent would find the old one gone.
 	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, session.ErrLocked) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		srv, err = agent.NewServer(actx, cfg)
+		srv, err = inside.NewServer(actx, cfg)
 	}
 	if err != nil {
 		ln.Close()
@@ -283,11 +284,11 @@ func (e *fakeEngine) StartAgent(ctx context.Context, cid string, a engine.AgentS
 // remapGit turns the container paths of the object directories into the
 // host paths the fake "container" sees.
 type remapGit struct {
-	agent.Git
+	inside.Git
 	spec engine.Spec
 }
 
-func (g remapGit) Init(ctx context.Context, req agent.GitInitRequest) error {
+func (g remapGit) Init(ctx context.Context, req wire.GitInitRequest) error {
 	for i, alt := range req.Alternates {
 		for _, m := range g.spec.Mounts {
 			if m.Target == alt {
@@ -347,7 +348,7 @@ func serveGarbage(ctx context.Context, ln net.Listener) {
 				go func() {
 					defer st.Close()
 					if strings.Contains(string(st.Header()), `"hello"`) {
-						var req agent.HelloRequest
+						var req wire.HelloRequest
 						_ = req
 						_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + helloID(st.Header()) + `","protocol":1}}` + "\n"))
 						return

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -70,7 +71,7 @@ func (w *workspace) gitInit(ctx context.Context, keepFiles bool) error {
 		}
 	}
 	a := w.m.cfg.GitAuthor
-	err := c.GitInit(ctx, agent.GitInitRequest{
+	err := c.GitInit(ctx, wire.GitInitRequest{
 		Branch: md.Branch, Base: base, Alternates: alts, KeepFiles: keepFiles, Rename: md.ForkOf != "",
 		UserName: a.Name, UserEmail: a.Email,
 	})
@@ -130,7 +131,7 @@ func (m *Manager) Commit(ctx context.Context, idOrName string, req CommitRequest
 	if err != nil {
 		return CommitResult{}, w.explain(err)
 	}
-	creq := agent.GitCommitRequest{Message: req.Message}
+	creq := wire.GitCommitRequest{Message: req.Message}
 	if req.Author != nil {
 		creq.AuthorName, creq.AuthorEmail = req.Author.Name, req.Author.Email
 	}
@@ -139,7 +140,7 @@ func (m *Manager) Commit(ctx context.Context, idOrName string, req CommitRequest
 		return CommitResult{}, w.explain(err)
 	}
 	if res.Commit == "" {
-		return CommitResult{}, fmt.Errorf("%w: the workspace's repository has no commit", agent.ErrConflict)
+		return CommitResult{}, fmt.Errorf("%w: the workspace's repository has no commit", wire.ErrConflict)
 	}
 	if res.Committed {
 		w.log.add(worktree.Event{Kind: worktree.EventCommitted, Message: res.Commit + " " + firstLine(req.Message)})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/sidecar/template"
@@ -21,8 +22,8 @@ var kinds = []struct {
 	kind error
 	from []error
 }{
-	{ErrTooLarge, []error{agent.ErrTooLarge}},
-	{ErrInvalid, []error{ErrUnsupported, agent.ErrEscapes, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG,
+	{ErrTooLarge, []error{wire.ErrTooLarge}},
+	{ErrInvalid, []error{ErrUnsupported, wire.ErrEscapes, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG,
 		session.ErrInvalid, worktree.ErrInvalidName, worktree.ErrUnsupported, secrets.ErrInvalid,
 		template.ErrInvalid, template.ErrBuild}},
 	{ErrNotFound, []error{session.ErrNotFound, worktree.ErrNotFound, os.ErrNotExist, secrets.ErrNotFound,
@@ -31,10 +32,10 @@ var kinds = []struct {
 	{ErrStopped, nil},
 	{ErrEnded, []error{session.ErrEnded, session.ErrClosed}},
 	{ErrNotRunning, []error{session.ErrNotRunning}},
-	{ErrNotListening, []error{agent.ErrNotListening}},
+	{ErrNotListening, []error{wire.ErrNotListening}},
 	{ErrNoRepository, nil},
 	{ErrConflict, []error{ErrExists, ErrUnreviewed, session.ErrExists, worktree.ErrExists, worktree.ErrConflict,
-		worktree.ErrDirty, worktree.ErrNoTarget, agent.ErrConflict, os.ErrExist, template.ErrInUse}},
+		worktree.ErrDirty, worktree.ErrNoTarget, wire.ErrConflict, os.ErrExist, template.ErrInUse}},
 	{ErrRejected, []error{worktree.ErrRejected}},
 	{ErrTooLarge, []error{worktree.ErrTooLarge}},
 	{ErrAdopting, nil},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/template"
 	"github.com/patina-dev/patina/worktree"
@@ -23,9 +24,9 @@ func TestKind(t *testing.T) {
 		{&session.EndedError{Session: "s", ExitCode: 4}, ErrEnded},
 		{fmt.Errorf("%w: x", session.ErrClosed), ErrEnded},
 		{fmt.Errorf("%w: x", session.ErrNotRunning), ErrNotRunning},
-		{fmt.Errorf("%w: x", agent.ErrEscapes), ErrInvalid},
-		{fmt.Errorf("%w: x", agent.ErrTooLarge), ErrTooLarge},
-		{fmt.Errorf("%w: x", agent.ErrNotListening), ErrNotListening},
+		{fmt.Errorf("%w: x", wire.ErrEscapes), ErrInvalid},
+		{fmt.Errorf("%w: x", wire.ErrTooLarge), ErrTooLarge},
+		{fmt.Errorf("%w: x", wire.ErrNotListening), ErrNotListening},
 		{fmt.Errorf("%w: x", agent.ErrUnavailable), ErrAgentUnavailable},
 		{fmt.Errorf("%w: x", session.ErrLocked), ErrAgentUnavailable},
 		{fmt.Errorf("%w: x", worktree.ErrConflict), ErrConflict},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
@@ -156,7 +157,7 @@ func (w *workspace) start(ctx context.Context) error {
 			return fmt.Errorf("recreate its container: %w", err)
 		}
 		w.mu.Lock()
-		w.meta.ContainerID, w.meta.AgentProtocol = cid, agent.ProtocolVersion
+		w.meta.ContainerID, w.meta.AgentProtocol = cid, wire.ProtocolVersion
 		w.mu.Unlock()
 	case err != nil:
 		return err

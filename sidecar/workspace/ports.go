@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
@@ -64,10 +64,10 @@ func (f *forward) close() {
 
 // ForwardPort makes a port inside a running workspace reachable on the
 // sidecar's host (Config.PortHost, loopback by default). It checks first
-// that something listens there (agent.ErrNotListening if not). Forwarding a
+// that something listens there (wire.ErrNotListening if not). Forwarding a
 // port again returns the forward as it is (created false).
 func (m *Manager) ForwardPort(ctx context.Context, idOrName string, req client.ForwardPortRequest) (client.PortForward, bool, error) {
-	if err := agent.ValidPort(req.Port); err != nil {
+	if err := wire.ValidPort(req.Port); err != nil {
 		return client.PortForward{}, false, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if req.HostPort < 0 || req.HostPort > 65535 {
@@ -135,7 +135,7 @@ func (w *workspace) ports() []client.PortForward {
 // ClosePort stops forwarding a port: its listener closes, and so does
 // every connection open through it.
 func (m *Manager) ClosePort(ctx context.Context, idOrName string, port int) error {
-	if err := agent.ValidPort(port); err != nil {
+	if err := wire.ValidPort(port); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	_, err := m.lifecycle(ctx, idOrName, func(w *workspace, ctx context.Context) error {
@@ -190,7 +190,7 @@ func (w *workspace) restoreForwards(ctx context.Context) {
 	var moved []string
 	changed := false
 	for _, rec := range recs {
-		if agent.ValidPort(rec.Port) != nil {
+		if wire.ValidPort(rec.Port) != nil {
 			continue
 		}
 		f, err := w.listen(rec)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // A workspace's own repository is the agent's, in the container, and
@@ -19,9 +20,9 @@ import (
 
 // gitStateRepairing is the agent's GitState, re-seeding a broken
 // repository first; repaired says what was done ("" if nothing).
-func (w *workspace) gitStateRepairing(ctx context.Context, c *agent.Client) (st agent.GitState, repaired string, err error) {
+func (w *workspace) gitStateRepairing(ctx context.Context, c *agent.Client) (st wire.GitState, repaired string, err error) {
 	st, err = c.GitState(ctx)
-	if !errors.Is(err, agent.ErrConflict) {
+	if !errors.Is(err, wire.ErrConflict) {
 		return st, "", err
 	}
 	repaired, rerr := w.reseed(ctx, c)
@@ -54,7 +55,7 @@ func (w *workspace) reseed(ctx context.Context, c *agent.Client) (string, error)
 		alts = []string{objects}
 	}
 	a := w.m.cfg.GitAuthor
-	if err := c.GitInit(ctx, agent.GitInitRequest{
+	if err := c.GitInit(ctx, wire.GitInitRequest{
 		Branch: md.Branch, Base: md.BaseCommit, Alternates: alts, Reseed: true,
 		UserName: a.Name, UserEmail: a.Email,
 	}); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/secrets"
 )
 
@@ -98,7 +98,7 @@ func grantsFor(names []string) []secrets.Grant {
 // agentSetup is what the workspace's agent is told on each connection:
 // its secret environment, its placeholders and, when it holds secrets,
 // patina's CA for its trust store (nil: nothing to tell).
-func (w *workspace) agentSetup() *agent.SetupRequest {
+func (w *workspace) agentSetup() *wire.SetupRequest {
 	w.mu.Lock()
 	grants, secretEnv := w.meta.Secrets, w.meta.SecretEnv
 	w.mu.Unlock()
@@ -112,11 +112,11 @@ func (w *workspace) agentSetup() *agent.SetupRequest {
 	for _, g := range grants {
 		env[g.Name] = g.Placeholder
 	}
-	req := &agent.SetupRequest{Env: env}
+	req := &wire.SetupRequest{Env: env}
 	if len(grants) > 0 {
 		dir := w.m.cfg.TrustDir
 		ca, bundle := secrets.TrustFiles(dir)
-		req.Trust = &agent.TrustSetup{
+		req.Trust = &wire.TrustSetup{
 			CA:         string(w.m.cfg.Secrets.CACert()),
 			CAPath:     ca,
 			BundlePath: bundle,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -18,7 +19,7 @@ import (
 const DefaultSession = "default"
 
 // CreateSession starts a session (cwd default /workspace).
-func (m *Manager) CreateSession(ctx context.Context, idOrName string, req agent.CreateSessionRequest) (session.Info, error) {
+func (m *Manager) CreateSession(ctx context.Context, idOrName string, req wire.CreateSessionRequest) (session.Info, error) {
 	if req.ID != "" {
 		if err := session.ValidateID(req.ID); err != nil {
 			return session.Info{}, err
@@ -146,7 +147,7 @@ func (m *Manager) sessionClient(ctx context.Context, idOrName, sid string) (*wor
 		return nil, nil, err
 	}
 	if sid == DefaultSession {
-		if _, err := c.CreateSession(ctx, agent.CreateSessionRequest{ID: sid}); err != nil && !errors.Is(err, session.ErrExists) {
+		if _, err := c.CreateSession(ctx, wire.CreateSessionRequest{ID: sid}); err != nil && !errors.Is(err, session.ErrExists) {
 			return nil, nil, w.explain(err)
 		}
 	}
@@ -178,7 +179,7 @@ func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]s
 	}
 	var after uint64
 	for {
-		page, err := c.History(ctx, sid, after, agent.MaxHistoryPage)
+		page, err := c.History(ctx, sid, after, wire.MaxHistoryPage)
 		if err != nil {
 			if after == 0 && errors.Is(err, session.ErrNotFound) && sid == DefaultSession {
 				return fn(nil) // not created yet: no commands
@@ -192,7 +193,7 @@ func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]s
 			return err
 		}
 		n, _ := strconv.ParseUint(page[len(page)-1].ID, 10, 64)
-		if n <= after || len(page) < agent.MaxHistoryPage {
+		if n <= after || len(page) < wire.MaxHistoryPage {
 			return nil
 		}
 		after = n
@@ -257,7 +258,7 @@ func (w *workspace) saveCache(ctx context.Context, c *agent.Client) {
 		var all []session.CommandInfo
 		var after uint64
 		for {
-			page, err := c.History(ctx, inf.ID, after, agent.MaxHistoryPage)
+			page, err := c.History(ctx, inf.ID, after, wire.MaxHistoryPage)
 			if err != nil || len(page) == 0 {
 				break
 			}
@@ -266,7 +267,7 @@ func (w *workspace) saveCache(ctx context.Context, c *agent.Client) {
 				all = all[len(all)-maxCachedCommands:]
 			}
 			n, _ := strconv.ParseUint(page[len(page)-1].ID, 10, 64)
-			if n <= after || len(page) < agent.MaxHistoryPage {
+			if n <= after || len(page) < wire.MaxHistoryPage {
 				break
 			}
 			after = n

@@ -5,13 +5,14 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // AttachTerminal attaches to a session's terminal, starting one if it has
 // none ("default" is created on first use). A workspace stopped for being
 // idle is started first (resumed: true). The terminal lives in the agent:
 // closing the returned one detaches, End ends it.
-func (m *Manager) AttachTerminal(ctx context.Context, idOrName, sid string, req agent.TermAttachRequest) (t *agent.Terminal, resumed bool, err error) {
+func (m *Manager) AttachTerminal(ctx context.Context, idOrName, sid string, req wire.TermAttachRequest) (t *agent.Terminal, resumed bool, err error) {
 	if err := session.ValidateID(sid); err != nil {
 		return nil, false, err
 	}

@@ -250,7 +250,7 @@ type meta struct {
 	ContainerID string `json:"container_id,omitempty"`
 	// AgentProtocol is the agent protocol of the patina that made the
 	// container (0: a release before this field, whose agent may speak
-	// agent.OldProtocol; agent.ClientConfig.OldAgent).
+	// wire.OldProtocol; agent.ClientConfig.OldAgent).
 	AgentProtocol int       `json:"agent_protocol,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	// Stopped: a user stopped it (a dead container is then expected).

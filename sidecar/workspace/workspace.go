@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/engine"
@@ -59,7 +60,7 @@ type agentState struct {
 	last       time.Time
 	lastReason string
 	err        string
-	hello      agent.Hello
+	hello      wire.Hello
 }
 
 func newWorkspace(m *Manager, md meta) *workspace {
@@ -356,7 +357,7 @@ func (w *workspace) newAgentClient() *agent.Client {
 		Setup:       w.agentSetup,
 		OutputLimit: w.m.cfg.OutputLimit,
 		Budget:      w.m.cfg.Budget,
-		OldAgent:    w.meta.AgentProtocol < agent.ProtocolVersion,
+		OldAgent:    w.meta.AgentProtocol < wire.ProtocolVersion,
 		Logger:      w.m.cfg.Logger,
 	})
 }

@@ -31,7 +31,8 @@ import (
 	"syscall"
 
 	"github.com/patina-dev/patina/internal/pollread"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var err error
 	switch name {
 	case "serve":
-		cfg := agent.RunConfig{Version: version}
+		cfg := inside.RunConfig{Version: version}
 		cfg.Flags(fs)
 		if code, ok := parse(fs, args, 0); !ok {
 			return code
@@ -81,9 +82,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if cfg.WorkspaceID == "" {
 			return usageError(stderr, "--workspace-id is required")
 		}
-		agent.TuneProcess()
+		inside.TuneProcess()
 		pollread.SetEnabled(os.Getenv("PATINA_POLL") == "on")
-		err = agent.Run(ctx, cfg)
+		err = inside.Run(ctx, cfg)
 	case "pause":
 		once := fs.Bool("once", false, "start the command after -- once, never again")
 		keep := []string(nil)
@@ -96,18 +97,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if *once && len(keep) == 0 {
 			return usageError(stderr, "--once needs a patina command after --")
 		}
-		err = agent.Pause(ctx, agent.PauseConfig{Keep: keep, Once: *once})
+		err = inside.Pause(ctx, inside.PauseConfig{Keep: keep, Once: *once})
 	case "relay":
-		socket := fs.String("socket", agent.SocketName, "the agent's abstract socket")
+		socket := fs.String("socket", wire.SocketName, "the agent's abstract socket")
 		if code, ok := parse(fs, args, 0); !ok {
 			return code
 		}
-		err = agent.Relay(*socket, stdin, stdout)
+		err = inside.Relay(*socket, stdin, stdout)
 	case "copy":
 		if code, ok := parse(fs, args, 2); !ok {
 			return code
 		}
-		err = agent.CopyTree(fs.Arg(0), fs.Arg(1))
+		err = inside.CopyTree(fs.Arg(0), fs.Arg(1))
 	case "check-binary":
 		sum := fs.String("sha256", "", "the sha256 the file must have (64 hex digits)")
 		if code, ok := parse(fs, args, 1); !ok {
@@ -116,14 +117,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if *sum == "" {
 			return usageError(stderr, "--sha256 is required")
 		}
-		err = agent.CheckBinary(fs.Arg(0), *sum)
+		err = inside.CheckBinary(fs.Arg(0), *sum)
 		switch {
-		case errors.Is(err, agent.ErrBinaryDiffers):
+		case errors.Is(err, inside.ErrBinaryDiffers):
 			fmt.Fprintln(stderr, "patina-agent: "+err.Error())
-			return agent.ExitBinaryDiffers
-		case errors.Is(err, agent.ErrBinaryMissing):
+			return inside.ExitBinaryDiffers
+		case errors.Is(err, inside.ErrBinaryMissing):
 			fmt.Fprintln(stderr, "patina-agent: "+err.Error())
-			return agent.ExitBinaryMissing
+			return inside.ExitBinaryMissing
 		}
 	default:
 		return usageError(stderr, fmt.Sprintf("unknown command %q", name))

@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"github.com/patina-dev/patina/internal/depcheck"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
 )
 
-// TestLinksOnlyWhatRunsInside: nothing of the sidecar or the CLI.
+// TestLinksOnlyWhatRunsInside: nothing of the sidecar or the CLI; of
+// sidecar/agent, only inside and wire (not the sidecar's client itself).
 func TestLinksOnlyWhatRunsInside(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
@@ -25,6 +26,7 @@ func TestLinksOnlyWhatRunsInside(t *testing.T) {
 		"github.com/docker/", "github.com/moby/", "github.com/containerd/", "github.com/spf13/",
 		"github.com/modelcontextprotocol/", "go.opentelemetry.io/", "dagger.io/", "google.golang.org/grpc",
 		m + "/sidecar/client", m + "/sidecar/container", m + "/sidecar/workspace", m + "/sidecar/mcp",
+		m + "/sidecar/agent$",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,10 +97,10 @@ func TestCopyAndCheckBinary(t *testing.T) {
 	if code, out := runArgs(t, "agent", "check-binary", "--sha256", good, file); code != exitOK {
 		t.Fatalf("check-binary of the right file: exit %d: %s", code, out)
 	}
-	if code, _ := runArgs(t, "agent", "check-binary", "--sha256", other, file); code != agent.ExitBinaryDiffers {
-		t.Fatalf("check-binary of another file: exit %d, want %d", code, agent.ExitBinaryDiffers)
+	if code, _ := runArgs(t, "agent", "check-binary", "--sha256", other, file); code != inside.ExitBinaryDiffers {
+		t.Fatalf("check-binary of another file: exit %d, want %d", code, inside.ExitBinaryDiffers)
 	}
-	if code, _ := runArgs(t, "agent", "check-binary", "--sha256", good, filepath.Join(from, "absent")); code != agent.ExitBinaryMissing {
-		t.Fatalf("check-binary of no file: exit %d, want %d", code, agent.ExitBinaryMissing)
+	if code, _ := runArgs(t, "agent", "check-binary", "--sha256", good, filepath.Join(from, "absent")); code != inside.ExitBinaryMissing {
+		t.Fatalf("check-binary of no file: exit %d, want %d", code, inside.ExitBinaryMissing)
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/bench"
 )
 
@@ -93,14 +94,14 @@ workspace (through the egress proxy) and the same code on the host (directly).`,
 }
 
 func newAgentServeCmd(a *app) *cobra.Command {
-	var cfg agent.RunConfig
+	var cfg inside.RunConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the workspace's sessions, files and repository to the sidecar",
 		Long: `Serve the workspace's sessions, files and repository on an abstract unix socket
 (default @patina-agent); a sidecar on the same host moves its connection to two
 pipes it hands over. The token every connection must present is read from
-the environment variable ` + agent.TokenEnv + `. Sessions live under
+the environment variable ` + wire.TokenEnv + `. Sessions live under
 <state-dir>/sessions and survive the agent: a new agent reattaches to the ones
 whose shells still run. With --takeover, an agent that holds the socket but does
 not answer is killed first. The log is <state-dir>/agent.log.`,
@@ -112,7 +113,7 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 			}
 			cfg.Version = version
 			agentKnobs()
-			return agent.Run(cmd.Context(), cfg)
+			return inside.Run(cmd.Context(), cfg)
 		},
 	}
 	cfg.Flags(cmd.Flags())
@@ -129,9 +130,9 @@ enter the container's network namespace (a remote engine, a sidecar in a
 container) reaches the agent, through docker exec.`,
 		Example: `  docker exec -i patina-3f2a9c01b7e4d5a6 /.patina/bin/patina agent relay`,
 		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return agent.Relay(socket, a.stdin, a.stdout) },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return inside.Relay(socket, a.stdin, a.stdout) },
 	}
-	cmd.Flags().StringVar(&socket, "socket", agent.SocketName, "the agent's abstract socket")
+	cmd.Flags().StringVar(&socket, "socket", wire.SocketName, "the agent's abstract socket")
 	return cmd
 }
 
@@ -163,7 +164,7 @@ in PATINA_AGENT_TOKEN), and the sidecar starts any later one with docker exec.`,
 			if once && len(args) == 0 {
 				return usagef("--once needs a patina command after --")
 			}
-			return agent.Pause(cmd.Context(), agent.PauseConfig{Keep: args, Once: once})
+			return inside.Pause(cmd.Context(), inside.PauseConfig{Keep: args, Once: once})
 		},
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "start the command after -- once, never again")
@@ -181,7 +182,7 @@ in a helper container to copy a workspace's volumes when it forks one.`,
 		Example: `  /.patina/bin/patina agent copy /from /to`,
 		Hidden:  true,
 		Args:    cobra.ExactArgs(2),
-		RunE:    func(cmd *cobra.Command, args []string) error { return agent.CopyTree(args[0], args[1]) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return inside.CopyTree(args[0], args[1]) },
 	}
 }
 
@@ -199,16 +200,16 @@ checked is read, never run.`,
 		Hidden:  true,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := agent.CheckBinary(args[0], sum)
+			err := inside.CheckBinary(args[0], sum)
 			if err == nil {
 				return nil
 			}
 			code := exitFailure
 			switch {
-			case errors.Is(err, agent.ErrBinaryDiffers):
-				code = agent.ExitBinaryDiffers
-			case errors.Is(err, agent.ErrBinaryMissing):
-				code = agent.ExitBinaryMissing
+			case errors.Is(err, inside.ErrBinaryDiffers):
+				code = inside.ExitBinaryDiffers
+			case errors.Is(err, inside.ErrBinaryMissing):
+				code = inside.ExitBinaryMissing
 			}
 			fmt.Fprintln(a.stderr, "patina: "+err.Error())
 			return &exitError{code: code}

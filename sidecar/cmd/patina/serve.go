@@ -17,7 +17,7 @@ import (
 
 	"github.com/patina-dev/patina/internal/pollread"
 	"github.com/patina-dev/patina/sidecar"
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
 	"github.com/patina-dev/patina/sidecar/budget"
 )
 
@@ -155,7 +155,7 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 
 // agentKnobs sets the process-wide knobs of `patina agent serve`.
 func agentKnobs() {
-	agent.TuneProcess()
+	inside.TuneProcess()
 	pollKnob()
 }
 

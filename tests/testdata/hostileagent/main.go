@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -63,7 +63,7 @@ func serve(nc net.Conn, mode, ws string) {
 	}
 	// Take the sidecar's pipes as the real agent does, so that what
 	// follows reaches the sidecar the way an agent's bytes do.
-	nc, err := agent.AcceptPipes(nc, 30*time.Second)
+	nc, err := wire.AcceptPipes(nc, 30*time.Second)
 	if err != nil {
 		return
 	}
@@ -94,7 +94,7 @@ func serve(nc net.Conn, mode, ws string) {
 		}
 		go func() {
 			if strings.Contains(string(st.Header()), `"m":"hello"`) {
-				_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + ws + `","protocol":` + fmt.Sprint(agent.ProtocolVersion) + `,"version":"hostile","pid":1}}` + "\n"))
+				_, _ = st.WriteFinal([]byte(`{"r":{"workspace_id":"` + ws + `","protocol":` + fmt.Sprint(wire.ProtocolVersion) + `,"version":"hostile","pid":1}}` + "\n"))
 				return
 			}
 			switch mode {

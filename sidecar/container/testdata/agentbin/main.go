@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/sidecar/agent/inside"
 )
 
 func main() {
@@ -19,7 +19,7 @@ func main() {
 	var err error
 	switch args[1] {
 	case "serve":
-		cfg := agent.RunConfig{Version: "test"}
+		cfg := inside.RunConfig{Version: "test"}
 		for i := 2; i < len(args); i++ {
 			switch args[i] {
 			case "--workspace-id":
@@ -29,11 +29,11 @@ func main() {
 				cfg.Takeover = true
 			}
 		}
-		err = agent.Run(context.Background(), cfg)
+		err = inside.Run(context.Background(), cfg)
 	case "relay":
-		err = agent.Relay("", os.Stdin, os.Stdout)
+		err = inside.Relay("", os.Stdin, os.Stdout)
 	case "pause":
-		var cfg agent.PauseConfig
+		var cfg inside.PauseConfig
 		for i := 2; i < len(args); i++ {
 			switch args[i] {
 			case "--once":
@@ -43,7 +43,7 @@ func main() {
 				i = len(args)
 			}
 		}
-		err = agent.Pause(context.Background(), cfg)
+		err = inside.Pause(context.Background(), cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

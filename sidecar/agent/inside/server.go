@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"bufio"
@@ -18,20 +18,21 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
 // Git is the workspace's own repository as the agent drives it (the
 // worktree package's Inside); nil refuses git calls.
 type Git interface {
-	Init(ctx context.Context, req GitInitRequest) error
-	State(ctx context.Context) (GitState, error)
-	Commit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error)
+	Init(ctx context.Context, req wire.GitInitRequest) error
+	State(ctx context.Context) (wire.GitState, error)
+	Commit(ctx context.Context, req wire.GitCommitRequest) (wire.GitCommitResult, error)
 	Pack(ctx context.Context, want, have []string, w io.Writer) error
 	// Has and Receive run the store of shipped objects: Receive indexes
 	// a pack read from r that must bring commit.
-	Has(ctx context.Context, commit string) (GitStore, error)
-	Receive(ctx context.Context, commit string, r io.Reader) (GitStore, error)
+	Has(ctx context.Context, commit string) (wire.GitStore, error)
+	Receive(ctx context.Context, commit string, r io.Reader) (wire.GitStore, error)
 }
 
 // ServerConfig configures the agent. Zero values take the defaults noted.
@@ -79,7 +80,7 @@ type Server struct {
 	cfg      ServerConfig
 	log      *slog.Logger
 	sessions *session.Manager
-	hello    Hello
+	hello    wire.Hello
 	sessMu   sync.Mutex // serialises Ensure's create
 
 	termMu sync.Mutex
@@ -137,7 +138,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "agent"), sessions: m, conns: map[*mux.Conn]bool{}, terms: map[string]*terminal{}, done: ctx.Done()}
-	s.hello = Hello{WorkspaceID: cfg.WorkspaceID, Protocol: ProtocolVersion, Version: cfg.Version, PID: os.Getpid(), StartedAt: time.Now().UTC()}
+	s.hello = wire.Hello{WorkspaceID: cfg.WorkspaceID, Protocol: wire.ProtocolVersion, Version: cfg.Version, PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	for _, inf := range m.List() {
 		s.hello.Sessions++
 		if inf.State == session.StateIdle || inf.State == session.StateRunning {
@@ -204,7 +205,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // ServeConn serves one connection until it closes.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
-	pc, err := AcceptPipes(nc, 30*time.Second)
+	pc, err := wire.AcceptPipes(nc, 30*time.Second)
 	if err != nil {
 		s.log.Debug("refused a connection", "err", err)
 		nc.Close()
@@ -253,14 +254,14 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 
 func (s *Server) handleHello(st *mux.Stream) bool {
 	defer st.Close()
-	var c call
-	var req HelloRequest
-	if json.Unmarshal(st.Header(), &c) != nil || c.Method != mHello || json.Unmarshal(c.Args, &req) != nil {
-		writeErr(st, &wireError{Code: codeUnauthorized, Msg: "the first call must be hello"})
+	var c wire.Call
+	var req wire.HelloRequest
+	if json.Unmarshal(st.Header(), &c) != nil || c.Method != wire.MethodHello || json.Unmarshal(c.Args, &req) != nil {
+		writeErr(st, &wire.Error{Code: wire.CodeUnauthorized, Msg: "the first call must be hello"})
 		return false
 	}
 	if subtle.ConstantTimeCompare([]byte(req.Token), []byte(s.cfg.Token)) != 1 || req.WorkspaceID != s.cfg.WorkspaceID {
-		writeErr(st, &wireError{Code: codeUnauthorized, Msg: "wrong token or workspace"})
+		writeErr(st, &wire.Error{Code: wire.CodeUnauthorized, Msg: "wrong token or workspace"})
 		return false
 	}
 	writeResult(st, s.hello)
@@ -272,42 +273,42 @@ func (s *Server) handleHello(st *mux.Stream) bool {
 type handler func(s *Server, st *mux.Stream, args json.RawMessage) error
 
 var handlers = map[string]handler{
-	mSessionCreate: (*Server).sessionCreate,
-	mSessionList:   (*Server).sessionList,
-	mSessionGet:    (*Server).sessionGet,
-	mSessionRemove: (*Server).sessionRemove,
-	mSessionRevive: (*Server).sessionRevive,
-	mSessionEnv:    (*Server).sessionEnv,
-	mSessionFlush:  (*Server).sessionFlush,
-	mHistory:       (*Server).history,
-	mCommand:       (*Server).command,
-	mExec:          (*Server).exec,
-	mWait:          (*Server).wait,
-	mSignal:        (*Server).signal,
-	mOutput:        (*Server).output,
-	mFileRead:      (*Server).fileRead,
-	mFileList:      (*Server).fileList,
-	mFileWrite:     (*Server).fileWrite,
-	mFileDelete:    (*Server).fileDelete,
-	mGitInit:       (*Server).gitInit,
-	mGitState:      (*Server).gitState,
-	mGitCommit:     (*Server).gitCommit,
-	mGitPack:       (*Server).gitPack,
-	mGitHas:        (*Server).gitHas,
-	mGitReceive:    (*Server).gitReceive,
-	mPortDial:      (*Server).portDial,
-	mTermAttach:    (*Server).termAttach,
-	mSetup:         (*Server).setup,
+	wire.MethodSessionCreate: (*Server).sessionCreate,
+	wire.MethodSessionList:   (*Server).sessionList,
+	wire.MethodSessionGet:    (*Server).sessionGet,
+	wire.MethodSessionRemove: (*Server).sessionRemove,
+	wire.MethodSessionRevive: (*Server).sessionRevive,
+	wire.MethodSessionEnv:    (*Server).sessionEnv,
+	wire.MethodSessionFlush:  (*Server).sessionFlush,
+	wire.MethodHistory:       (*Server).history,
+	wire.MethodCommand:       (*Server).command,
+	wire.MethodExec:          (*Server).exec,
+	wire.MethodWait:          (*Server).wait,
+	wire.MethodSignal:        (*Server).signal,
+	wire.MethodOutput:        (*Server).output,
+	wire.MethodFileRead:      (*Server).fileRead,
+	wire.MethodFileList:      (*Server).fileList,
+	wire.MethodFileWrite:     (*Server).fileWrite,
+	wire.MethodFileDelete:    (*Server).fileDelete,
+	wire.MethodGitInit:       (*Server).gitInit,
+	wire.MethodGitState:      (*Server).gitState,
+	wire.MethodGitCommit:     (*Server).gitCommit,
+	wire.MethodGitPack:       (*Server).gitPack,
+	wire.MethodGitHas:        (*Server).gitHas,
+	wire.MethodGitReceive:    (*Server).gitReceive,
+	wire.MethodPortDial:      (*Server).portDial,
+	wire.MethodTermAttach:    (*Server).termAttach,
+	wire.MethodSetup:         (*Server).setup,
 }
 
 // beforeSetup are the calls that need nothing of the agent's setup (they
 // run no command and no git): a session's shell boots while the setup
 // runs, and the session's first command waits for what is left of it.
 var beforeSetup = map[string]bool{
-	mSetup:         true,
-	mSessionCreate: true,
-	mSessionList:   true,
-	mSessionGet:    true,
+	wire.MethodSetup:         true,
+	wire.MethodSessionCreate: true,
+	wire.MethodSessionList:   true,
+	wire.MethodSessionGet:    true,
 }
 
 // nextPoll is how long the agent polls for the next call after answering
@@ -318,20 +319,20 @@ const nextPoll = 300 * time.Microsecond
 func (s *Server) serveStream(st *mux.Stream) {
 	defer st.Close()
 	s.calls.Add(1)
-	var c call
+	var c wire.Call
 	if err := json.Unmarshal(st.Header(), &c); err != nil {
-		writeErr(st, &wireError{Code: codeInvalid, Msg: "bad call header: " + err.Error()})
+		writeErr(st, &wire.Error{Code: wire.CodeInvalid, Msg: "bad call header: " + err.Error()})
 		return
 	}
 	h, ok := handlers[c.Method]
 	if !ok {
-		writeErr(st, &wireError{Code: codeInvalid, Msg: fmt.Sprintf("unknown method %q", c.Method)})
+		writeErr(st, &wire.Error{Code: wire.CodeInvalid, Msg: fmt.Sprintf("unknown method %q", c.Method)})
 		return
 	}
 	if !beforeSetup[c.Method] {
 		s.waitSetup()
 	}
-	if c.Method == mExec {
+	if c.Method == wire.MethodExec {
 		s.execs.Add(1)
 		defer func() {
 			if s.execs.Add(-1) == 0 {
@@ -348,7 +349,7 @@ func (s *Server) serveStream(st *mux.Stream) {
 			s.dropConns()
 			return
 		}
-		writeErr(st, encodeError(err))
+		writeErr(st, wire.EncodeError(err))
 	}
 }
 
@@ -391,7 +392,7 @@ func decodeArgs(raw json.RawMessage, v any) error {
 func writeResult(st *mux.Stream, v any) {
 	b, err := resultLine(v)
 	if err != nil {
-		writeErr(st, &wireError{Code: codeInternal, Msg: err.Error()})
+		writeErr(st, &wire.Error{Code: wire.CodeInternal, Msg: err.Error()})
 		return
 	}
 	_, _ = st.WriteFinal(b)
@@ -412,15 +413,15 @@ func resultLine(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(head{R: r})
+	b, err := json.Marshal(wire.Head{R: r})
 	if err != nil {
 		return nil, err
 	}
 	return append(b, '\n'), nil
 }
 
-func writeErr(st *mux.Stream, we *wireError) {
-	b, _ := json.Marshal(head{E: we})
+func writeErr(st *mux.Stream, we *wire.Error) {
+	b, _ := json.Marshal(wire.Head{E: we})
 	_, _ = st.WriteFinal(append(b, '\n'))
 }
 
@@ -431,7 +432,7 @@ func readBody(st *mux.Stream, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: the body is over %d bytes", ErrTooLarge, max)
+		return nil, fmt.Errorf("%w: the body is over %d bytes", wire.ErrTooLarge, max)
 	}
 	return b, nil
 }

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
 func (s *Server) sessionCreate(st *mux.Stream, args json.RawMessage) error {
-	var req CreateSessionRequest
+	var req wire.CreateSessionRequest
 	if err := decodeArgs(args, &req); err != nil {
 		return err
 	}
@@ -41,27 +42,18 @@ func (s *Server) sessionList(st *mux.Stream, _ json.RawMessage) error {
 	return nil
 }
 
-// sessionNamer is a call's arguments that name a session.
-type sessionNamer interface{ sessionID() string }
-
-func (r sessionRef) sessionID() string     { return r.Session }
-func (r setEnvRequest) sessionID() string  { return r.Session }
-func (r historyRequest) sessionID() string { return r.Session }
-func (r commandRef) sessionID() string     { return r.Session }
-func (r signalRequest) sessionID() string  { return r.Session }
-func (r OutputRequest) sessionID() string  { return r.Session }
-
 // sessionCall decodes a call's arguments into req and finds the session
-// they name.
-func (s *Server) sessionCall(args json.RawMessage, req sessionNamer) (*session.Session, error) {
+// they name (*sid, a field of req).
+func (s *Server) sessionCall(args json.RawMessage, req any, sid *string) (*session.Session, error) {
 	if err := decodeArgs(args, req); err != nil {
 		return nil, err
 	}
-	return s.sessions.Get(req.sessionID())
+	return s.sessions.Get(*sid)
 }
 
 func (s *Server) sessionGet(st *mux.Stream, args json.RawMessage) error {
-	sess, err := s.sessionCall(args, &sessionRef{})
+	var ref wire.SessionRef
+	sess, err := s.sessionCall(args, &ref, &ref.Session)
 	if err != nil {
 		return err
 	}
@@ -70,7 +62,7 @@ func (s *Server) sessionGet(st *mux.Stream, args json.RawMessage) error {
 }
 
 func (s *Server) sessionRemove(st *mux.Stream, args json.RawMessage) error {
-	var ref sessionRef
+	var ref wire.SessionRef
 	if err := decodeArgs(args, &ref); err != nil {
 		return err
 	}
@@ -96,7 +88,7 @@ func (s *Server) sessionFlush(st *mux.Stream, args json.RawMessage) error {
 // sessionRevive gives an ended session (or every ended one) a new shell
 // restored from its last snapshot.
 func (s *Server) sessionRevive(st *mux.Stream, args json.RawMessage) error {
-	var req ReviveRequest
+	var req wire.ReviveRequest
 	if err := decodeArgs(args, &req); err != nil {
 		return err
 	}
@@ -139,8 +131,8 @@ func (s *Server) sessionRevive(st *mux.Stream, args json.RawMessage) error {
 }
 
 func (s *Server) sessionEnv(st *mux.Stream, args json.RawMessage) error {
-	var req setEnvRequest
-	sess, err := s.sessionCall(args, &req)
+	var req wire.SetEnvRequest
+	sess, err := s.sessionCall(args, &req, &req.Session)
 	if err != nil {
 		return err
 	}
@@ -154,16 +146,16 @@ func (s *Server) sessionEnv(st *mux.Stream, args json.RawMessage) error {
 }
 
 func (s *Server) history(st *mux.Stream, args json.RawMessage) error {
-	var req historyRequest
-	sess, err := s.sessionCall(args, &req)
+	var req wire.HistoryRequest
+	sess, err := s.sessionCall(args, &req, &req.Session)
 	if err != nil {
 		return err
 	}
 	limit := req.Limit
-	if limit <= 0 || limit > MaxHistoryPage {
-		limit = MaxHistoryPage
+	if limit <= 0 || limit > wire.MaxHistoryPage {
+		limit = wire.MaxHistoryPage
 	}
-	out := sess.HistoryPage(req.After, limit, historyPageBytes)
+	out := sess.HistoryPage(req.After, limit, wire.HistoryPageBytes)
 	if out == nil {
 		out = []session.CommandInfo{}
 	}
@@ -172,8 +164,8 @@ func (s *Server) history(st *mux.Stream, args json.RawMessage) error {
 }
 
 func (s *Server) command(st *mux.Stream, args json.RawMessage) error {
-	var ref commandRef
-	sess, err := s.sessionCall(args, &ref)
+	var ref wire.CommandRef
+	sess, err := s.sessionCall(args, &ref, &ref.Session)
 	if err != nil {
 		return err
 	}
@@ -206,7 +198,7 @@ const quickWait = 2 * time.Millisecond
 // caller goes away, the command keeps running (the sidecar stops it
 // explicitly when its own client leaves).
 func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
-	var req ExecRequest
+	var req wire.ExecRequest
 	if err := decodeArgs(args, &req); err != nil {
 		return err
 	}
@@ -246,14 +238,14 @@ func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
 		return err
 	}
 	if req.Async {
-		writeResult(st, asyncResult{CommandID: id})
+		writeResult(st, wire.AsyncResult{CommandID: id})
 		return nil
 	}
 	qctx, qcancel := context.WithTimeout(context.Background(), quickWait)
 	res, err := sess.Wait(qctx, id)
 	qcancel()
 	if errors.Is(err, context.DeadlineExceeded) {
-		b, _ := json.Marshal(head{ID: id})
+		b, _ := json.Marshal(wire.Head{ID: id})
 		if _, werr := st.Write(append(b, '\n')); werr != nil {
 			return nil // the caller left; the command runs on
 		}
@@ -269,7 +261,7 @@ func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
 }
 
 // ensure creates the session an exec names, once.
-func (s *Server) ensure(req ExecRequest) (*session.Session, error) {
+func (s *Server) ensure(req wire.ExecRequest) (*session.Session, error) {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
 	if sess, err := s.sessions.Get(req.Session); err == nil {
@@ -285,8 +277,8 @@ func (s *Server) ensure(req ExecRequest) (*session.Session, error) {
 }
 
 func (s *Server) wait(st *mux.Stream, args json.RawMessage) error {
-	var ref commandRef
-	sess, err := s.sessionCall(args, &ref)
+	var ref wire.CommandRef
+	sess, err := s.sessionCall(args, &ref, &ref.Session)
 	if err != nil {
 		return err
 	}
@@ -307,8 +299,8 @@ var signals = map[string]syscall.Signal{
 }
 
 func (s *Server) signal(st *mux.Stream, args json.RawMessage) error {
-	var req signalRequest
-	sess, err := s.sessionCall(args, &req)
+	var req wire.SignalRequest
+	sess, err := s.sessionCall(args, &req, &req.Session)
 	if err != nil {
 		return err
 	}
@@ -325,18 +317,11 @@ func (s *Server) signal(st *mux.Stream, args json.RawMessage) error {
 	return nil
 }
 
-// outputHead precedes a command's output bytes.
-type outputHead struct {
-	// Size is the stream's size when the command has finished (-1 while it
-	// runs).
-	Size int64 `json:"size"`
-}
-
 // output sends a command's output from an offset: the bytes there now (up
 // to Limit), or, with Follow, everything until the command ends.
 func (s *Server) output(st *mux.Stream, args json.RawMessage) error {
-	var req OutputRequest
-	sess, err := s.sessionCall(args, &req)
+	var req wire.OutputRequest
+	sess, err := s.sessionCall(args, &req, &req.Session)
 	if err != nil {
 		return err
 	}
@@ -369,7 +354,7 @@ func (s *Server) output(st *mux.Stream, args json.RawMessage) error {
 			return err
 		}
 		defer rc.Close()
-		if err := writeHead(st, outputHead{Size: size}); err != nil {
+		if err := writeHead(st, wire.OutputHead{Size: size}); err != nil {
 			return nil
 		}
 		var r io.Reader = rc
@@ -388,7 +373,7 @@ func (s *Server) output(st *mux.Stream, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if err := writeHead(st, outputHead{Size: size}); err != nil {
+	if err := writeHead(st, wire.OutputHead{Size: size}); err != nil {
 		return nil
 	}
 	sent := int64(0)
@@ -425,13 +410,13 @@ const smallAnswer = 16 << 10
 // writeExecResult answers with a command's result: its line, then its
 // output's bytes (see Output), and ends the stream.
 func writeExecResult(st *mux.Stream, res session.ExecResult) {
-	r, parts := wireResult(res)
+	r, parts := wire.ExecResultOf(res)
 	b, err := resultLine(r)
 	if err != nil {
-		writeErr(st, &wireError{Code: codeInternal, Msg: err.Error()})
+		writeErr(st, &wire.Error{Code: wire.CodeInternal, Msg: err.Error()})
 		return
 	}
-	if r.bodyLen() <= smallAnswer {
+	if r.BodyLen() <= smallAnswer {
 		// One frame, as any other answer.
 		for _, p := range parts {
 			b = append(b, p...)

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"encoding/json"
@@ -7,23 +7,20 @@ import (
 	"net"
 	"strconv"
 	"syscall"
-	"time"
 
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
-
-// portDialTimeout bounds connecting to a port inside the workspace.
-const portDialTimeout = 5 * time.Second
 
 // portDial connects to a TCP port on the container's loopback (127.0.0.1,
 // then ::1) and, once it answered, carries the connection's bytes over the
 // stream both ways until both ends are done or one fails.
 func (s *Server) portDial(st *mux.Stream, args json.RawMessage) error {
-	var req PortDialRequest
+	var req wire.PortDialRequest
 	if err := decodeArgs(args, &req); err != nil {
 		return err
 	}
-	if err := ValidPort(req.Port); err != nil {
+	if err := wire.ValidPort(req.Port); err != nil {
 		return err
 	}
 	nc, err := dialLoopback(req.Port)
@@ -31,7 +28,7 @@ func (s *Server) portDial(st *mux.Stream, args json.RawMessage) error {
 		return err
 	}
 	defer nc.Close()
-	if err := writeHead(st, PortDialResult{Addr: nc.RemoteAddr().String()}); err != nil {
+	if err := writeHead(st, wire.PortDialResult{Addr: nc.RemoteAddr().String()}); err != nil {
 		return nil // the stream is gone: nothing to answer
 	}
 	if err := mux.Splice(st, nc.(*net.TCPConn)); err != nil {
@@ -43,7 +40,7 @@ func (s *Server) portDial(st *mux.Stream, args json.RawMessage) error {
 // dialLoopback connects to port on the IPv4 loopback, or on the IPv6 one
 // when nothing listens on the first.
 func dialLoopback(port int) (net.Conn, error) {
-	d := net.Dialer{Timeout: portDialTimeout}
+	d := net.Dialer{Timeout: wire.PortDialTimeout}
 	var firstErr error
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		nc, err := d.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -57,5 +54,5 @@ func dialLoopback(port int) (net.Conn, error) {
 			break
 		}
 	}
-	return nil, fmt.Errorf("%w: port %d: %v", ErrNotListening, port, firstErr)
+	return nil, fmt.Errorf("%w: port %d: %v", wire.ErrNotListening, port, firstErr)
 }

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"crypto/rand"
@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -29,7 +30,7 @@ func localPath(p string) (string, error) {
 		return ".", nil
 	}
 	if strings.IndexByte(p, 0) >= 0 || !filepath.IsLocal(p) || path.Clean(p) != p {
-		return "", fmt.Errorf("%w: %q is not a clean path inside the workspace", ErrEscapes, p)
+		return "", fmt.Errorf("%w: %q is not a clean path inside the workspace", wire.ErrEscapes, p)
 	}
 	return p, nil
 }
@@ -43,9 +44,9 @@ func rootError(err error) error {
 	case strings.Contains(err.Error(), "path escapes from parent"):
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return fmt.Errorf("%w: %s leads out of /workspace (a link to a place outside it, say)", ErrEscapes, pe.Path)
+			return fmt.Errorf("%w: %s leads out of /workspace (a link to a place outside it, say)", wire.ErrEscapes, pe.Path)
 		}
-		return fmt.Errorf("%w: %v", ErrEscapes, err)
+		return fmt.Errorf("%w: %v", wire.ErrEscapes, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %v", session.ErrNotFound, err)
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENAMETOOLONG),
@@ -63,19 +64,14 @@ func (s *Server) root() (*os.Root, error) {
 	return r, nil
 }
 
-// pathNamer is a call's arguments that name a path.
-type pathNamer interface{ path() string }
-
-func (r fileRequest) path() string      { return r.Path }
-func (r fileWriteRequest) path() string { return r.Path }
-
 // fileCall decodes a call's arguments into req, checks the path they name
-// and opens the workspace's root; the caller closes it.
-func (s *Server) fileCall(args json.RawMessage, req pathNamer) (string, *os.Root, error) {
+// (*p, a field of req) and opens the workspace's root; the caller closes
+// it.
+func (s *Server) fileCall(args json.RawMessage, req any, p *string) (string, *os.Root, error) {
 	if err := decodeArgs(args, req); err != nil {
 		return "", nil, err
 	}
-	rel, err := localPath(req.path())
+	rel, err := localPath(*p)
 	if err != nil {
 		return "", nil, err
 	}
@@ -86,17 +82,8 @@ func (s *Server) fileCall(args json.RawMessage, req pathNamer) (string, *os.Root
 	return rel, root, nil
 }
 
-// fileHead precedes a file's bytes.
-type fileHead struct {
-	FileInfo
-	// Dir is set instead when the path names a directory: its listing
-	// follows as the result, no body.
-	Entries []FileInfo `json:"entries,omitempty"`
-	IsDir   bool       `json:"is_dir,omitempty"`
-}
-
-func infoOf(name string, fi fs.FileInfo) FileInfo {
-	return FileInfo{Name: name, Type: fileType(fi.Mode()), Size: fi.Size(), Mode: uint32(fi.Mode()), ModTime: fi.ModTime().UTC()}
+func infoOf(name string, fi fs.FileInfo) wire.FileInfo {
+	return wire.FileInfo{Name: name, Type: fileType(fi.Mode()), Size: fi.Size(), Mode: uint32(fi.Mode()), ModTime: fi.ModTime().UTC()}
 }
 
 func fileType(m fs.FileMode) string {
@@ -114,8 +101,8 @@ func fileType(m fs.FileMode) string {
 // fileRead answers a regular file's info then its bytes, or a directory's
 // listing.
 func (s *Server) fileRead(st *mux.Stream, args json.RawMessage) error {
-	var req fileRequest
-	rel, root, err := s.fileCall(args, &req)
+	var req wire.FileRequest
+	rel, root, err := s.fileCall(args, &req, &req.Path)
 	if err != nil {
 		return err
 	}
@@ -135,13 +122,13 @@ func (s *Server) fileRead(st *mux.Stream, args json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		writeResult(st, fileHead{FileInfo: infoOf(path.Base(rel), fi), IsDir: true, Entries: entries})
+		writeResult(st, wire.FileHead{FileInfo: infoOf(path.Base(rel), fi), IsDir: true, Entries: entries})
 		return nil
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file (%s)", session.ErrInvalid, rel, fileType(fi.Mode()))
 	}
-	if err := writeHead(st, fileHead{FileInfo: infoOf(path.Base(rel), fi)}); err != nil {
+	if err := writeHead(st, wire.FileHead{FileInfo: infoOf(path.Base(rel), fi)}); err != nil {
 		return nil
 	}
 	if _, err := io.Copy(st, f); err != nil {
@@ -152,15 +139,15 @@ func (s *Server) fileRead(st *mux.Stream, args json.RawMessage) error {
 	return nil
 }
 
-func listDir(f *os.File) ([]FileInfo, error) {
-	ents, err := f.ReadDir(MaxListEntries + 1)
+func listDir(f *os.File) ([]wire.FileInfo, error) {
+	ents, err := f.ReadDir(wire.MaxListEntries + 1)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if len(ents) > MaxListEntries {
-		return nil, fmt.Errorf("%w: the directory has more than %d entries", ErrTooLarge, MaxListEntries)
+	if len(ents) > wire.MaxListEntries {
+		return nil, fmt.Errorf("%w: the directory has more than %d entries", wire.ErrTooLarge, wire.MaxListEntries)
 	}
-	out := make([]FileInfo, 0, len(ents))
+	out := make([]wire.FileInfo, 0, len(ents))
 	for _, e := range ents {
 		fi, err := e.Info()
 		if err != nil {
@@ -173,8 +160,8 @@ func listDir(f *os.File) ([]FileInfo, error) {
 }
 
 func (s *Server) fileList(st *mux.Stream, args json.RawMessage) error {
-	var req fileRequest
-	rel, root, err := s.fileCall(args, &req)
+	var req wire.FileRequest
+	rel, root, err := s.fileCall(args, &req, &req.Path)
 	if err != nil {
 		return err
 	}
@@ -196,8 +183,8 @@ func (s *Server) fileList(st *mux.Stream, args json.RawMessage) error {
 // fileWrite writes the body to a file atomically (a temporary file beside
 // it, then a rename), creating parent directories.
 func (s *Server) fileWrite(st *mux.Stream, args json.RawMessage) error {
-	var req fileWriteRequest
-	rel, root, err := s.fileCall(args, &req)
+	var req wire.FileWriteRequest
+	rel, root, err := s.fileCall(args, &req, &req.Path)
 	if err != nil {
 		return err
 	}
@@ -236,7 +223,7 @@ func (s *Server) fileWrite(st *mux.Stream, args json.RawMessage) error {
 		err = cerr
 	}
 	if err == nil && n > max {
-		err = fmt.Errorf("%w: files are limited to %d bytes", ErrTooLarge, max)
+		err = fmt.Errorf("%w: files are limited to %d bytes", wire.ErrTooLarge, max)
 	}
 	if err == nil {
 		err = root.Rename(tmp, rel)
@@ -245,13 +232,13 @@ func (s *Server) fileWrite(st *mux.Stream, args json.RawMessage) error {
 		_ = root.Remove(tmp)
 		return rootError(err)
 	}
-	writeResult(st, FileWriteResult{Size: n, Created: created})
+	writeResult(st, wire.FileWriteResult{Size: n, Created: created})
 	return nil
 }
 
 func (s *Server) fileDelete(st *mux.Stream, args json.RawMessage) error {
-	var req fileRequest
-	rel, root, err := s.fileCall(args, &req)
+	var req wire.FileRequest
+	rel, root, err := s.fileCall(args, &req, &req.Path)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -31,7 +32,8 @@ var imageRoots = []string{
 // maxRoots bounds the image's bundle read.
 const maxRoots = 16 << 20
 
-func (r *SetupRequest) check() error {
+// checkSetup refuses a setup the agent cannot take.
+func checkSetup(r *wire.SetupRequest) error {
 	env := maps.Clone(r.Env)
 	if r.Trust != nil {
 		t := r.Trust
@@ -60,15 +62,15 @@ func (r *SetupRequest) check() error {
 // the trust store it names; a trust store that cannot be written is left
 // out (its variables too), and said.
 func (s *Server) setup(st *mux.Stream, args json.RawMessage) error {
-	var req SetupRequest
+	var req wire.SetupRequest
 	if err := json.Unmarshal(args, &req); err != nil {
 		return fmt.Errorf("%w: setup: %v", session.ErrInvalid, err)
 	}
-	if err := req.check(); err != nil {
+	if err := checkSetup(&req); err != nil {
 		return err
 	}
 	env := maps.Clone(req.Env)
-	var res SetupResult
+	var res wire.SetupResult
 	if t := req.Trust; t != nil {
 		if err := installTrust(*t); err != nil {
 			res.Warning = "the workspace's trust store for patina's CA could not be written: " + err.Error()
@@ -91,7 +93,7 @@ func (s *Server) setup(st *mux.Stream, args json.RawMessage) error {
 
 // installTrust writes the CA and the bundle (the image's roots, then the
 // CA), each only if it changed.
-func installTrust(t TrustSetup) error {
+func installTrust(t wire.TrustSetup) error {
 	ca := []byte(strings.TrimSpace(t.CA) + "\n")
 	roots, from := readImageRoots()
 	var bundle bytes.Buffer

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agent
+package inside
 
 // socketHolder needs Linux's SO_PEERCRED (the agent runs on Linux): 0
 // elsewhere.

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -17,7 +18,7 @@ func gitErr(err error) error {
 	if err == nil || errors.Is(err, session.ErrInvalid) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return fmt.Errorf("%w: the workspace's repository: %v", ErrConflict, err)
+	return fmt.Errorf("%w: the workspace's repository: %v", wire.ErrConflict, err)
 }
 
 func (s *Server) git() (Git, error) {
@@ -53,7 +54,7 @@ func (s *Server) gitCall(st *mux.Stream, args json.RawMessage, req any, do func(
 }
 
 func (s *Server) gitInit(st *mux.Stream, args json.RawMessage) error {
-	var req GitInitRequest
+	var req wire.GitInitRequest
 	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
 		return struct{}{}, g.Init(ctx, req)
 	})
@@ -66,7 +67,7 @@ func (s *Server) gitState(st *mux.Stream, args json.RawMessage) error {
 }
 
 func (s *Server) gitCommit(st *mux.Stream, args json.RawMessage) error {
-	var req GitCommitRequest
+	var req wire.GitCommitRequest
 	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
 		return g.Commit(ctx, req)
 	})
@@ -74,7 +75,7 @@ func (s *Server) gitCommit(st *mux.Stream, args json.RawMessage) error {
 
 // gitPack streams a pack of what want reaches and have does not.
 func (s *Server) gitPack(st *mux.Stream, args json.RawMessage) error {
-	var req gitPackRequest
+	var req wire.GitPackRequest
 	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
 		if err := writeHead(st, struct{}{}); err != nil {
 			return nil, nil
@@ -90,7 +91,7 @@ func (s *Server) gitPack(st *mux.Stream, args json.RawMessage) error {
 
 // gitHas says whether the store of shipped objects has a commit.
 func (s *Server) gitHas(st *mux.Stream, args json.RawMessage) error {
-	var req gitStoreRequest
+	var req wire.GitStoreRequest
 	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
 		return g.Has(ctx, req.Commit)
 	})
@@ -98,7 +99,7 @@ func (s *Server) gitHas(st *mux.Stream, args json.RawMessage) error {
 
 // gitReceive stores the pack that is the call's body.
 func (s *Server) gitReceive(st *mux.Stream, args json.RawMessage) error {
-	var req gitStoreRequest
+	var req wire.GitStoreRequest
 	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
 		return g.Receive(ctx, req.Commit, st)
 	})

@@ -1,6 +1,6 @@
 //go:build linux
 
-package agent
+package inside
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 const secretEnvHelper = "PATINA_TEST_SECRET_ENV_HELPER"
@@ -21,7 +23,7 @@ const secretEnvHelper = "PATINA_TEST_SECRET_ENV_HELPER"
 // waits for its stdin to close while the test looks at it from outside.
 func TestMain(m *testing.M) {
 	if os.Getenv(secretEnvHelper) == "1" {
-		v, err := takeSecretEnv(TokenEnv, os.Getenv("PATINA_TEST_SEAL") == "1")
+		v, err := takeSecretEnv(wire.TokenEnv, os.Getenv("PATINA_TEST_SEAL") == "1")
 		self, _ := os.ReadFile("/proc/self/environ")
 		child, _ := exec.Command("/bin/sh", "-c", "env").Output()
 		fmt.Printf("value=%s err=%v self=%t child=%t other=%s\n", v, err,
@@ -46,7 +48,7 @@ func TestTakeSecretEnv(t *testing.T) {
 func testTakeSecretEnv(t *testing.T, seal bool) {
 	const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), secretEnvHelper+"=1", TokenEnv+"="+token, "PATINA_TEST_OTHER=kept")
+	cmd.Env = append(os.Environ(), secretEnvHelper+"=1", wire.TokenEnv+"="+token, "PATINA_TEST_OTHER=kept")
 	if seal {
 		cmd.Env = append(cmd.Env, "PATINA_TEST_SEAL=1")
 	}

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
-// pipesPreamble opens a connection on the agent's unix socket that moves to
+// PipesPreamble opens a connection on the agent's unix socket that moves to
 // two pipes: the sidecar sends it with the agent's ends of both (SCM_RIGHTS)
 // and closes the socket; the mux then runs over the pipes, hello first as
 // always. Linux wakes a unix socket's peer for write space on every read,
@@ -22,13 +22,13 @@ import (
 // wakes its writer only when it was full (sidecar/DESIGN.md, "Speed"). Its
 // first byte is no frame type, so an agent tells it from a plain mux
 // client (the exec relay, an older sidecar) by its first read.
-const pipesPreamble = "PATINA-PIPES/1\n"
+const PipesPreamble = "PATINA-PIPES/1\n"
 
-// offerPipes moves a new connection to the agent from uc to two pipes (the
+// OfferPipes moves a new connection to the agent from uc to two pipes (the
 // sidecar's side). It sends the agent its ends and closes uc and its own
 // copies of them, so that the agent's exit closes the connection. Nothing
 // is ever read from uc: no descriptor can come back this way.
-func offerPipes(uc *net.UnixConn) (net.Conn, error) {
+func OfferPipes(uc *net.UnixConn) (net.Conn, error) {
 	defer uc.Close()
 	toAgentR, toAgentW, err := os.Pipe()
 	if err != nil {
@@ -44,7 +44,7 @@ func offerPipes(uc *net.UnixConn) (net.Conn, error) {
 	// its ends, and this side closes them below.
 	rights := syscall.UnixRights(int(toAgentR.Fd()), int(fromAgentW.Fd()))
 	_ = uc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, _, err = uc.WriteMsgUnix([]byte(pipesPreamble), rights, nil)
+	_, _, err = uc.WriteMsgUnix([]byte(PipesPreamble), rights, nil)
 	toAgentR.Close()
 	fromAgentW.Close()
 	if err != nil {
@@ -60,7 +60,7 @@ func offerPipes(uc *net.UnixConn) (net.Conn, error) {
 var errBadPipes = errors.New("agent: a connection sent descriptors that are not the sidecar's two pipes")
 
 // AcceptPipes reads a new connection's first bytes (the agent's side). A
-// connection that opens with pipesPreamble and exactly two pipes continues
+// connection that opens with PipesPreamble and exactly two pipes continues
 // on them (the socket is closed); any other is served as it is, its first
 // bytes read again by the mux. Descriptors sent any other way are closed
 // and the connection refused. A connection silent for timeout is refused.
@@ -84,14 +84,14 @@ func AcceptPipes(nc net.Conn, timeout time.Duration) (net.Conn, error) {
 		closeAll()
 		return nil, err
 	}
-	if n == 0 || buf[0] != pipesPreamble[0] {
+	if n == 0 || buf[0] != PipesPreamble[0] {
 		if len(fds) > 0 || flags&unix.MSG_CTRUNC != 0 {
 			closeAll()
 			return nil, errBadPipes
 		}
 		return &prefixConn{Conn: uc, prefix: buf[:n]}, nil
 	}
-	if !bytes.Equal(buf[:n], []byte(pipesPreamble)) || len(fds) != 2 || flags&unix.MSG_CTRUNC != 0 || !isFIFO(fds[0]) || !isFIFO(fds[1]) {
+	if !bytes.Equal(buf[:n], []byte(PipesPreamble)) || len(fds) != 2 || flags&unix.MSG_CTRUNC != 0 || !isFIFO(fds[0]) || !isFIFO(fds[1]) {
 		closeAll()
 		return nil, errBadPipes
 	}

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"context"
@@ -18,13 +18,8 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
-
-// TokenEnv carries the agent's token from the sidecar (docker exec's
-// environment, or the container's for its init, which hands it on to the
-// agent it starts); Run and Pause take it out of their environment (and
-// out of /proc/<pid>/environ) before anything else, see takeSecretEnv.
-const TokenEnv = "PATINA_AGENT_TOKEN"
 
 // RunConfig is `patina agent serve`.
 type RunConfig struct {
@@ -63,11 +58,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		cfg.Workdir = "/workspace"
 	}
 	if cfg.Socket == "" {
-		cfg.Socket = SocketName
+		cfg.Socket = wire.SocketName
 	}
 	// The shells inherit this process's environment, and root in the
 	// workspace could read its /proc/<pid>/environ: not the token.
-	token, scrubErr := takeSecretEnv(TokenEnv, true)
+	token, scrubErr := takeSecretEnv(wire.TokenEnv, true)
 	if token == "" && cfg.TokenFile != "" {
 		b, err := os.ReadFile(cfg.TokenFile)
 		if err != nil {
@@ -76,7 +71,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		token = strings.TrimSpace(string(b))
 	}
 	if token == "" {
-		return fmt.Errorf("agent: %s is not set", TokenEnv)
+		return fmt.Errorf("agent: %s is not set", wire.TokenEnv)
 	}
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -208,7 +203,7 @@ func listen(ctx context.Context, name string, takeover bool, log *slog.Logger) (
 // side ends: `patina agent relay`, the exec transport's far end.
 func Relay(socket string, in io.Reader, out io.Writer) error {
 	if socket == "" {
-		socket = SocketName
+		socket = wire.SocketName
 	}
 	c, err := net.Dial("unix", socket)
 	if err != nil {
@@ -285,13 +280,13 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 	// The init holds the first agent's token (the container's
 	// environment): it keeps it out of /proc/1/environ and hands it to
 	// the agent alone. Not sealed: see takeSecretEnv.
-	token, scrubErr := takeSecretEnv(TokenEnv, false)
+	token, scrubErr := takeSecretEnv(wire.TokenEnv, false)
 	if scrubErr != nil {
 		fmt.Fprintf(os.Stderr, "patina agent pause: the agent token may be readable in the container: %v\n", scrubErr)
 	}
 	var env []string
 	if token != "" {
-		env = append(os.Environ(), TokenEnv+"="+token)
+		env = append(os.Environ(), wire.TokenEnv+"="+token)
 	}
 	debug.SetGCPercent(10)
 	sigs := make(chan os.Signal, 16)

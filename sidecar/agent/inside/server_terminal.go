@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/session/pty"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -55,14 +56,14 @@ type terminal struct {
 	end     int64
 	changed chan struct{} // closed and replaced when output or state changes
 	ended   bool
-	exit    TermExit
+	exit    wire.TermExit
 	clients int
 	linger  *time.Timer
 	hungUp  bool
 }
 
 func (s *Server) termAttach(st *mux.Stream, args json.RawMessage) error {
-	var req TermAttachRequest
+	var req wire.TermAttachRequest
 	if err := decodeArgs(args, &req); err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (s *Server) termAttach(st *mux.Stream, args json.RawMessage) error {
 	}
 	off := t.join(req.Offset)
 	defer t.leave()
-	if err := writeHead(st, TermAttachResult{Session: req.Session, Started: started, Offset: off}); err != nil {
+	if err := writeHead(st, wire.TermAttachResult{Session: req.Session, Started: started, Offset: off}); err != nil {
 		return nil
 	}
 	done := make(chan struct{})
@@ -101,7 +102,7 @@ func (s *Server) termAttach(st *mux.Stream, args json.RawMessage) error {
 }
 
 // terminalFor returns the session's running terminal, or starts one.
-func (s *Server) terminalFor(req TermAttachRequest) (*terminal, bool, error) {
+func (s *Server) terminalFor(req wire.TermAttachRequest) (*terminal, bool, error) {
 	s.termMu.Lock()
 	if t := s.terms[req.Session]; t != nil {
 		s.termMu.Unlock()
@@ -128,10 +129,10 @@ func (s *Server) terminalFor(req TermAttachRequest) (*terminal, bool, error) {
 }
 
 // launch lends the session and starts its shell on a new terminal.
-func (t *terminal) launch(req TermAttachRequest) error {
+func (t *terminal) launch(req wire.TermAttachRequest) error {
 	sess, err := t.s.sessions.Get(req.Session)
 	if errors.Is(err, session.ErrNotFound) && req.Ensure {
-		sess, err = t.s.ensure(ExecRequest{Session: req.Session})
+		sess, err = t.s.ensure(wire.ExecRequest{Session: req.Session})
 	}
 	if err != nil {
 		return err
@@ -182,7 +183,7 @@ func (t *terminal) launch(req TermAttachRequest) error {
 // read copies the terminal's output into the buffer until it hangs up.
 func (t *terminal) read(done chan struct{}) {
 	defer close(done)
-	buf := make([]byte, maxTermFrame)
+	buf := make([]byte, wire.MaxTermFrame)
 	for {
 		n, err := t.master.Read(buf)
 		if n > 0 {
@@ -224,7 +225,7 @@ func (t *terminal) wait(readDone chan struct{}) {
 	}
 	t.master.Close() // whatever else holds the terminal is hung up
 	<-readDone
-	exit := TermExit{ExitCode: -1}
+	exit := wire.TermExit{ExitCode: -1}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -331,8 +332,8 @@ func (t *terminal) send(st *mux.Stream, off int64) {
 		n := 0
 		if off < t.end {
 			i := int(off - t.start)
-			chunk := t.buf[i:min(len(t.buf), i+maxTermFrame)]
-			frame, n = makeFrame(frameOutput, chunk), len(chunk)
+			chunk := t.buf[i:min(len(t.buf), i+wire.MaxTermFrame)]
+			frame, n = wire.MakeFrame(wire.FrameOutput, chunk), len(chunk)
 		}
 		ended, exit, changed := t.ended, t.exit, t.changed
 		t.mu.Unlock()
@@ -345,7 +346,7 @@ func (t *terminal) send(st *mux.Stream, off int64) {
 			continue
 		case ended:
 			b, _ := json.Marshal(exit)
-			_ = writeFrame(st, frameExit, b)
+			_ = wire.WriteFrame(st, wire.FrameExit, b)
 			_ = st.CloseWrite()
 			return
 		}
@@ -360,21 +361,21 @@ func (t *terminal) send(st *mux.Stream, off int64) {
 // receive applies one client's input, resizes and end until it goes.
 func (t *terminal) receive(st *mux.Stream) {
 	r := bufio.NewReader(st)
-	buf := make([]byte, maxTermFrame)
+	buf := make([]byte, wire.MaxTermFrame)
 	for {
-		typ, p, err := readFrame(r, buf)
+		typ, p, err := wire.ReadFrame(r, buf)
 		if err != nil {
 			return
 		}
 		switch typ {
-		case frameInput:
+		case wire.FrameInput:
 			_ = t.master.SetWriteDeadline(time.Now().Add(termInputWait))
 			_, _ = t.master.Write(p)
-		case frameResize:
+		case wire.FrameResize:
 			if len(p) == 4 {
 				_ = pty.Resize(t.master, int(binary.BigEndian.Uint16(p)), int(binary.BigEndian.Uint16(p[2:])))
 			}
-		case frameEnd:
+		case wire.FrameEnd:
 			t.hangup()
 		}
 	}

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"bufio"
@@ -9,27 +9,27 @@ import (
 
 // A terminal stream carries frames both ways after its head: one type
 // byte, a 4-byte big-endian length, then that many bytes (at most
-// maxTermFrame). The sidecar sends input, resize (rows, cols: two 2-byte
+// MaxTermFrame). The sidecar sends input, resize (rows, cols: two 2-byte
 // big-endian numbers) and end; the agent sends output and, last, exit (a
 // TermExit in JSON).
 const (
-	frameInput  = 'i'
-	frameResize = 'r'
-	frameEnd    = 'e'
-	frameOutput = 'o'
-	frameExit   = 'x'
+	FrameInput  = 'i'
+	FrameResize = 'r'
+	FrameEnd    = 'e'
+	FrameOutput = 'o'
+	FrameExit   = 'x'
 
-	maxTermFrame = 32 << 10
+	MaxTermFrame = 32 << 10
 )
 
-// writeFrame writes one frame in one Write.
-func writeFrame(w io.Writer, typ byte, p []byte) error {
-	_, err := w.Write(makeFrame(typ, p))
+// WriteFrame writes one frame in one Write.
+func WriteFrame(w io.Writer, typ byte, p []byte) error {
+	_, err := w.Write(MakeFrame(typ, p))
 	return err
 }
 
-// makeFrame returns p framed as typ.
-func makeFrame(typ byte, p []byte) []byte {
+// MakeFrame returns p framed as typ.
+func MakeFrame(typ byte, p []byte) []byte {
 	b := make([]byte, 5+len(p))
 	b[0] = typ
 	binary.BigEndian.PutUint32(b[1:5], uint32(len(p)))
@@ -37,16 +37,16 @@ func makeFrame(typ byte, p []byte) []byte {
 	return b
 }
 
-// readFrame reads one frame into buf (which must hold maxTermFrame bytes)
+// ReadFrame reads one frame into buf (which must hold MaxTermFrame bytes)
 // and returns its type and payload; a frame over the limit is an error.
-func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
+func ReadFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(h[1:])
-	if n > maxTermFrame {
-		return 0, nil, fmt.Errorf("terminal frame of %d bytes (limit %d)", n, maxTermFrame)
+	if n > MaxTermFrame {
+		return 0, nil, fmt.Errorf("terminal frame of %d bytes (limit %d)", n, MaxTermFrame)
 	}
 	if _, err := io.ReadFull(r, buf[:n]); err != nil {
 		return 0, nil, err

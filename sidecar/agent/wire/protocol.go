@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"encoding/json"
@@ -11,35 +11,35 @@ import (
 	"github.com/patina-dev/patina/session"
 )
 
-// Methods of the agent protocol.
+// Methods of the protocol.
 const (
-	mHello         = "hello"
-	mSessionCreate = "session.create"
-	mSessionList   = "session.list"
-	mSessionGet    = "session.get"
-	mSessionRemove = "session.remove"
-	mSessionRevive = "session.revive"
-	mSessionEnv    = "session.env"
-	mSessionFlush  = "session.flush"
-	mHistory       = "session.history"
-	mCommand       = "command.get"
-	mExec          = "exec"
-	mWait          = "wait"
-	mSignal        = "signal"
-	mOutput        = "output"
-	mFileRead      = "file.read"
-	mFileList      = "file.list"
-	mFileWrite     = "file.write"
-	mFileDelete    = "file.delete"
-	mGitInit       = "git.init"
-	mGitState      = "git.state"
-	mGitCommit     = "git.commit"
-	mGitPack       = "git.pack"
-	mGitHas        = "git.has"
-	mGitReceive    = "git.receive"
-	mPortDial      = "port.dial"
-	mTermAttach    = "term.attach"
-	mSetup         = "setup"
+	MethodHello         = "hello"
+	MethodSessionCreate = "session.create"
+	MethodSessionList   = "session.list"
+	MethodSessionGet    = "session.get"
+	MethodSessionRemove = "session.remove"
+	MethodSessionRevive = "session.revive"
+	MethodSessionEnv    = "session.env"
+	MethodSessionFlush  = "session.flush"
+	MethodHistory       = "session.history"
+	MethodCommand       = "command.get"
+	MethodExec          = "exec"
+	MethodWait          = "wait"
+	MethodSignal        = "signal"
+	MethodOutput        = "output"
+	MethodFileRead      = "file.read"
+	MethodFileList      = "file.list"
+	MethodFileWrite     = "file.write"
+	MethodFileDelete    = "file.delete"
+	MethodGitInit       = "git.init"
+	MethodGitState      = "git.state"
+	MethodGitCommit     = "git.commit"
+	MethodGitPack       = "git.pack"
+	MethodGitHas        = "git.has"
+	MethodGitReceive    = "git.receive"
+	MethodPortDial      = "port.dial"
+	MethodTermAttach    = "term.attach"
+	MethodSetup         = "setup"
 )
 
 // ProtocolVersion is sent in hello. Version 2: an exec result's output
@@ -49,42 +49,52 @@ const ProtocolVersion = 2
 
 // OldProtocol is the protocol of the agents of earlier patina releases,
 // spoken only to a workspace whose container such a release made
-// (ClientConfig.OldAgent): output inline in the result line, base64, and
-// every mux window Window (compat.go).
+// (agent.ClientConfig.OldAgent): output inline in the result line,
+// base64, and every mux window Window (sidecar/agent/compat.go).
 const OldProtocol = 1
 
 // SocketName is the abstract unix socket the agent listens on, in its
 // container's network namespace.
 const SocketName = "@patina-agent"
 
+// TokenEnv carries the agent's token from the sidecar (docker exec's
+// environment, or the container's for its init, which hands it on to the
+// agent it starts); the agent and its init take it out of their
+// environment (and out of /proc/<pid>/environ) before anything else.
+const TokenEnv = "PATINA_AGENT_TOKEN"
+
 // Limits of the protocol, on both sides.
 const (
 	// MaxHistoryPage is the most history records one call returns, and
-	// historyPageBytes about the most bytes (at least one record).
+	// HistoryPageBytes about the most bytes (at least one record).
 	MaxHistoryPage   = 1000
-	historyPageBytes = 2 << 20
+	HistoryPageBytes = 2 << 20
 	// MaxListEntries is the most entries a directory listing returns.
 	MaxListEntries = 50_000
 	// maxMessage bounds an error message and other free text from the peer.
 	maxMessage = 8 << 10
 )
 
-// call is a stream header.
-type call struct {
+// PortDialTimeout bounds the agent's connecting to a port inside the
+// workspace (the sidecar waits that long and a little more).
+const PortDialTimeout = 5 * time.Second
+
+// Call is a stream header.
+type Call struct {
 	Method string          `json:"m"`
 	Args   json.RawMessage `json:"a,omitempty"`
 }
 
-// head is one line of an answer: a progress note (ID), the result (R) or
+// Head is one line of an answer: a progress note (ID), the result (R) or
 // the error (E). The last line has R or E.
-type head struct {
+type Head struct {
 	ID string          `json:"id,omitempty"`
 	R  json.RawMessage `json:"r,omitempty"`
-	E  *wireError      `json:"e,omitempty"`
+	E  *Error          `json:"e,omitempty"`
 }
 
-// wireError is an error as it crosses the wire.
-type wireError struct {
+// Error is an error as it crosses the wire.
+type Error struct {
 	Code     string `json:"code"`
 	Msg      string `json:"msg"`
 	ExitCode *int   `json:"exit_code,omitempty"` // "ended"
@@ -94,28 +104,26 @@ type wireError struct {
 
 // Error codes on the wire.
 const (
-	codeNotFound     = "not_found"
-	codeExists       = "exists"
-	codeBusy         = "busy"
-	codeEnded        = "ended"
-	codeClosed       = "closed"
-	codeNotRunning   = "not_running"
-	codeInvalid      = "invalid"
-	codeLocked       = "locked"
-	codeEscapes      = "escapes"
-	codeTooLarge     = "too_large"
-	codeUnauthorized = "unauthorized"
-	codeConflict     = "conflict"
-	codeNotListening = "not_listening"
-	codeInternal     = "internal"
+	CodeNotFound     = "not_found"
+	CodeExists       = "exists"
+	CodeBusy         = "busy"
+	CodeEnded        = "ended"
+	CodeClosed       = "closed"
+	CodeNotRunning   = "not_running"
+	CodeInvalid      = "invalid"
+	CodeLocked       = "locked"
+	CodeEscapes      = "escapes"
+	CodeTooLarge     = "too_large"
+	CodeUnauthorized = "unauthorized"
+	CodeConflict     = "conflict"
+	CodeNotListening = "not_listening"
+	CodeInternal     = "internal"
 )
 
-// Errors of this package; session's sentinels (ErrNotFound, ErrBusy,
-// ErrEnded as *session.EndedError, ...) cross the wire as themselves.
+// The errors that cross the wire, besides session's sentinels (ErrNotFound,
+// ErrBusy, ErrEnded as *session.EndedError, ...), which cross it as
+// themselves.
 var (
-	// ErrUnavailable: the agent cannot be reached, or answered something
-	// that is not a valid answer. Only its workspace is affected.
-	ErrUnavailable = errors.New("workspace agent unavailable")
 	// ErrEscapes: a file path leaves the workspace (by .. or a symlink).
 	ErrEscapes = errors.New("path escapes the workspace")
 	// ErrTooLarge: a file or body over the limit.
@@ -126,6 +134,10 @@ var (
 	// ErrNotListening: nothing listens on the port asked for inside the
 	// workspace.
 	ErrNotListening = errors.New("nothing listens on that port in the workspace")
+	// ErrUnauthorized: the agent refused the sidecar's token (or
+	// workspace) in hello. The sidecar's client reports it as its agent
+	// being unavailable.
+	ErrUnauthorized = errors.New("the agent refused the sidecar's token")
 )
 
 // wireCodes pairs each wire code with the sentinel it stands for, both
@@ -134,26 +146,26 @@ var wireCodes = []struct {
 	code string
 	err  error
 }{
-	{codeNotFound, session.ErrNotFound},
-	{codeExists, session.ErrExists},
-	{codeBusy, session.ErrBusy},
-	{codeClosed, session.ErrClosed},
-	{codeNotRunning, session.ErrNotRunning},
-	{codeInvalid, session.ErrInvalid},
-	{codeLocked, session.ErrLocked},
-	{codeEscapes, ErrEscapes},
-	{codeTooLarge, ErrTooLarge},
-	{codeConflict, ErrConflict},
-	{codeNotListening, ErrNotListening},
+	{CodeNotFound, session.ErrNotFound},
+	{CodeExists, session.ErrExists},
+	{CodeBusy, session.ErrBusy},
+	{CodeClosed, session.ErrClosed},
+	{CodeNotRunning, session.ErrNotRunning},
+	{CodeInvalid, session.ErrInvalid},
+	{CodeLocked, session.ErrLocked},
+	{CodeEscapes, ErrEscapes},
+	{CodeTooLarge, ErrTooLarge},
+	{CodeConflict, ErrConflict},
+	{CodeNotListening, ErrNotListening},
 }
 
-// encodeError turns an error into its wire form (agent side).
-func encodeError(err error) *wireError {
-	we := &wireError{Code: codeInternal, Msg: err.Error()}
+// EncodeError turns an error into its wire form (the agent's side).
+func EncodeError(err error) *Error {
+	we := &Error{Code: CodeInternal, Msg: err.Error()}
 	var ended *session.EndedError
 	if errors.As(err, &ended) {
 		code := ended.ExitCode
-		we.Code, we.ExitCode, we.Reason, we.Session = codeEnded, &code, ended.Reason, ended.Session
+		we.Code, we.ExitCode, we.Reason, we.Session = CodeEnded, &code, ended.Reason, ended.Session
 		return we
 	}
 	for _, c := range wireCodes {
@@ -165,13 +177,13 @@ func encodeError(err error) *wireError {
 	return we
 }
 
-// decodeError turns a wire error back into an error wrapping the matching
-// sentinel (sidecar side). The message is the agent's: untrusted text,
-// shortened and made printable.
-func decodeError(we *wireError) error {
-	msg := cleanText(we.Msg, maxMessage)
+// DecodeError turns a wire error back into an error wrapping the matching
+// sentinel (the sidecar's side). The message is the agent's: untrusted
+// text, shortened and made printable.
+func DecodeError(we *Error) error {
+	msg := CleanText(we.Msg, maxMessage)
 	switch we.Code {
-	case codeEnded:
+	case CodeEnded:
 		code := -1
 		if we.ExitCode != nil && *we.ExitCode >= -1 && *we.ExitCode <= 255 {
 			code = *we.ExitCode
@@ -180,9 +192,9 @@ func decodeError(we *wireError) error {
 		if session.ValidateID(sid) != nil {
 			sid = "?"
 		}
-		return &session.EndedError{Session: sid, ExitCode: code, Reason: cleanText(we.Reason, 1024)}
-	case codeUnauthorized:
-		return fmt.Errorf("%w: the agent refused the sidecar's token: %s", ErrUnavailable, msg)
+		return &session.EndedError{Session: sid, ExitCode: code, Reason: CleanText(we.Reason, 1024)}
+	case CodeUnauthorized:
+		return fmt.Errorf("%w: %s", ErrUnauthorized, msg)
 	}
 	for _, c := range wireCodes {
 		if c.code == we.Code {
@@ -194,9 +206,9 @@ func decodeError(we *wireError) error {
 	return fmt.Errorf("agent: %s", msg)
 }
 
-// cleanText makes text from the peer safe to show: valid UTF-8, no control
+// CleanText makes text from the peer safe to show: valid UTF-8, no control
 // characters but newline and tab, at most max bytes.
-func cleanText(s string, max int) string {
+func CleanText(s string, max int) string {
 	if len(s) > max {
 		s = s[:max]
 		for len(s) > 0 && !utf8.ValidString(s) {
@@ -266,12 +278,8 @@ type SetupResult struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-func (r *SetupResult) validate(int) error {
-	r.Warning = cleanText(r.Warning, maxNotice)
-	return nil
-}
-
-type sessionRef struct {
+// SessionRef names a session (session.get, session.remove).
+type SessionRef struct {
 	Session string `json:"sid"`
 }
 
@@ -285,19 +293,22 @@ type ReviveRequest struct {
 	Fresh bool `json:"fresh,omitempty"`
 }
 
-type setEnvRequest struct {
+// SetEnvRequest exports (and unsets) variables in a session.
+type SetEnvRequest struct {
 	Session string            `json:"sid"`
 	Env     map[string]string `json:"env,omitempty"`
 	Unset   []string          `json:"unset,omitempty"`
 }
 
-type historyRequest struct {
+// HistoryRequest reads a page of a session's commands.
+type HistoryRequest struct {
 	Session string `json:"sid"`
 	After   uint64 `json:"after,omitempty"` // command ids after this one
 	Limit   int    `json:"limit,omitempty"`
 }
 
-type commandRef struct {
+// CommandRef names a command of a session (command.get, wait).
+type CommandRef struct {
 	Session string `json:"sid"`
 	Command string `json:"cid"`
 }
@@ -348,8 +359,8 @@ type ExecResult struct {
 	EndedAt       time.Time `json:"ended_at"`
 }
 
-// wireResult is r's line and the bytes that follow it.
-func wireResult(r session.ExecResult) (ExecResult, [][]byte) {
+// ExecResultOf is r's line and the bytes that follow it.
+func ExecResultOf(r session.ExecResult) (ExecResult, [][]byte) {
 	out := func(o session.Output) Output {
 		return Output{DataLen: len(o.Data), TailLen: len(o.Tail), Size: o.Size, Truncated: o.Truncated}
 	}
@@ -360,13 +371,13 @@ func wireResult(r session.ExecResult) (ExecResult, [][]byte) {
 	}, [][]byte{r.Stdout.Data, r.Stdout.Tail, r.Stderr.Data, r.Stderr.Tail}
 }
 
-// bodyLen is how many bytes follow the result's line.
-func (r ExecResult) bodyLen() int64 {
+// BodyLen is how many bytes follow the result's line.
+func (r ExecResult) BodyLen() int64 {
 	return int64(r.Stdout.DataLen) + int64(r.Stdout.TailLen) + int64(r.Stderr.DataLen) + int64(r.Stderr.TailLen)
 }
 
 // Session converts back to the session package's type, with the bytes
-// that followed the line (parts as wireResult made them).
+// that followed the line (parts as ExecResultOf made them).
 func (r ExecResult) Session(parts [4][]byte) session.ExecResult {
 	out := func(o Output, data, tail []byte) session.Output {
 		return session.Output{Data: data, Tail: tail, Size: o.Size, Truncated: o.Truncated}
@@ -379,11 +390,13 @@ func (r ExecResult) Session(parts [4][]byte) session.ExecResult {
 	}
 }
 
-type asyncResult struct {
+// AsyncResult is the answer to an exec with Async: the command's id.
+type AsyncResult struct {
 	CommandID string `json:"command_id"`
 }
 
-type signalRequest struct {
+// SignalRequest sends a signal to a running command.
+type SignalRequest struct {
 	Session string `json:"sid"`
 	Command string `json:"cid"`
 	Signal  string `json:"signal"`
@@ -400,7 +413,15 @@ type OutputRequest struct {
 	Follow  bool   `json:"follow,omitempty"`
 }
 
-type fileRequest struct {
+// OutputHead precedes a command's output bytes.
+type OutputHead struct {
+	// Size is the stream's size when the command has finished (-1 while it
+	// runs).
+	Size int64 `json:"size"`
+}
+
+// FileRequest names a file under /workspace.
+type FileRequest struct {
 	Path string `json:"path"`
 }
 
@@ -414,10 +435,19 @@ type FileInfo struct {
 }
 
 // FileWriteRequest writes a file from the stream's body.
-type fileWriteRequest struct {
+type FileWriteRequest struct {
 	Path string `json:"path"`
 	// Max is the most bytes the body may hold.
 	Max int64 `json:"max"`
+}
+
+// FileHead precedes a file's bytes.
+type FileHead struct {
+	FileInfo
+	// Dir is set instead when the path names a directory: its listing
+	// follows as the result, no body.
+	Entries []FileInfo `json:"entries,omitempty"`
+	IsDir   bool       `json:"is_dir,omitempty"`
 }
 
 // FileWriteResult says what a write did.
@@ -468,11 +498,13 @@ type GitStore struct {
 	Objects string `json:"objects"`
 }
 
-type gitStoreRequest struct {
+// GitStoreRequest names a commit of the store of shipped objects.
+type GitStoreRequest struct {
 	Commit string `json:"commit"`
 }
 
-type gitPackRequest struct {
+// GitPackRequest asks for a pack of what Want reaches and Have does not.
+type GitPackRequest struct {
 	Want []string `json:"want"`
 	Have []string `json:"have,omitempty"`
 }

@@ -1,4 +1,4 @@
-package agent
+package inside
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -21,19 +22,19 @@ type insideGit struct {
 	store worktree.Store
 }
 
-func (g insideGit) Has(ctx context.Context, commit string) (GitStore, error) {
+func (g insideGit) Has(ctx context.Context, commit string) (wire.GitStore, error) {
 	has, err := g.store.Has(ctx, commit)
-	return GitStore{Has: has, Objects: g.store.Objects()}, err
+	return wire.GitStore{Has: has, Objects: g.store.Objects()}, err
 }
 
-func (g insideGit) Receive(ctx context.Context, commit string, r io.Reader) (GitStore, error) {
+func (g insideGit) Receive(ctx context.Context, commit string, r io.Reader) (wire.GitStore, error) {
 	if err := g.store.Receive(ctx, commit, r); err != nil {
-		return GitStore{}, err
+		return wire.GitStore{}, err
 	}
-	return GitStore{Has: true, Objects: g.store.Objects()}, nil
+	return wire.GitStore{Has: true, Objects: g.store.Objects()}, nil
 }
 
-func (g insideGit) Init(ctx context.Context, req GitInitRequest) error {
+func (g insideGit) Init(ctx context.Context, req wire.GitInitRequest) error {
 	ireq := worktree.InitRequest{Branch: req.Branch, Base: req.Base, Alternates: req.Alternates, KeepFiles: req.KeepFiles, Rename: req.Rename, Reseed: req.Reseed}
 	if req.UserName != "" && req.UserEmail != "" {
 		ireq.Identity = &worktree.Signature{Name: req.UserName, Email: req.UserEmail}
@@ -42,24 +43,24 @@ func (g insideGit) Init(ctx context.Context, req GitInitRequest) error {
 	return err
 }
 
-func (g insideGit) State(ctx context.Context) (GitState, error) {
+func (g insideGit) State(ctx context.Context) (wire.GitState, error) {
 	st, err := g.in.State(ctx)
 	if err != nil {
-		return GitState{}, err
+		return wire.GitState{}, err
 	}
-	return GitState{Head: st.Head, Branch: st.Branch, Snapshot: st.Snapshot, Dirty: st.Dirty}, nil
+	return wire.GitState{Head: st.Head, Branch: st.Branch, Snapshot: st.Snapshot, Dirty: st.Dirty}, nil
 }
 
-func (g insideGit) Commit(ctx context.Context, req GitCommitRequest) (GitCommitResult, error) {
+func (g insideGit) Commit(ctx context.Context, req wire.GitCommitRequest) (wire.GitCommitResult, error) {
 	creq := worktree.CommitRequest{Message: req.Message}
 	if req.AuthorName != "" && req.AuthorEmail != "" {
 		creq.Author = &worktree.Signature{Name: req.AuthorName, Email: req.AuthorEmail}
 	}
 	res, err := g.in.Commit(ctx, creq)
 	if err != nil {
-		return GitCommitResult{}, err
+		return wire.GitCommitResult{}, err
 	}
-	return GitCommitResult{Commit: res.Commit, Committed: res.Committed}, nil
+	return wire.GitCommitResult{Commit: res.Commit, Committed: res.Committed}, nil
 }
 
 func (g insideGit) Pack(ctx context.Context, want, have []string, w io.Writer) error {
