@@ -113,8 +113,17 @@ func (s *Session) shellExited() bool {
 // shell was not ended by it. Called with s.mu held, from onEnded.
 func (s *Session) diedBefore(c *command) bool {
 	st, err := os.Stat(filepath.Join(s.dir, exitFile))
-	return err == nil && st.ModTime().Before(c.started)
+	return err == nil && st.ModTime().Before(c.started.Add(-fileClockSlack))
 }
+
+// fileClockSlack is how far a file's modification time may lag the clock
+// that stamped a command's start: the kernel stamps files from its coarse
+// clock, up to a timer tick behind (10 ms at HZ=100). A shell that a
+// command such as `exit 4` ends a millisecond after it was sent must not
+// look as if it had died before the command; the cost is that a shell
+// killed from outside less than this before a command arrived is blamed
+// on that command.
+const fileClockSlack = 10 * time.Millisecond
 
 // endedFromOutside reports whether the session's shell ended with no
 // command of its own to blame (EndedError.Outside).

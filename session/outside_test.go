@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -183,5 +184,33 @@ func TestRecoverRightAfterTheKill(t *testing.T) {
 	}
 	if res := run(t, s2, "echo $KEPT"); string(res.Stdout.Data) != "yes\n" || !res.ShellReplaced {
 		t.Fatalf("exp the state back, got %+v", res)
+	}
+}
+
+// A shell.exit stamped a few milliseconds before a command's start (the
+// coarse clock of file times lagging the one that stamped the command) is
+// the command's doing; one from well before is a shell that was already
+// gone.
+func TestDiedBeforeAllowsTheFileClock(t *testing.T) {
+	s := &Session{dir: t.TempDir()}
+	c := &command{started: time.Now().UTC()}
+	p := filepath.Join(s.dir, exitFile)
+	if s.diedBefore(c) {
+		t.Fatal("no shell.exit, yet it died before")
+	}
+	if err := os.WriteFile(p, []byte("4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		lag  time.Duration
+		want bool
+	}{{-time.Millisecond, false}, {3 * time.Millisecond, false}, {fileClockSlack / 2, false}, {50 * time.Millisecond, true}, {time.Hour, true}} {
+		mt := c.started.Add(-tc.lag)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.diedBefore(c); got != tc.want {
+			t.Errorf("shell.exit %v before the command: diedBefore %v, want %v", tc.lag, got, tc.want)
+		}
 	}
 }
