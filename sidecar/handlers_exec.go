@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -60,9 +59,6 @@ func (s *Service) handleExec(w http.ResponseWriter, r *http.Request) {
 // execRequest converts and checks an API exec request.
 func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 	out := workspace.ExecRequest{Command: req.Command}
-	if req.Command == "" {
-		return out, fmt.Errorf("%w: command is required", errInvalid)
-	}
 	const maxTimeout = int64(time.Duration(math.MaxInt64) / time.Millisecond)
 	if req.TimeoutMS < 0 || req.TimeoutMS > maxTimeout {
 		return out, fmt.Errorf("%w: timeout_ms must be a number of milliseconds from 1 to %d (about 292 years), or 0 for no limit; got %d", errInvalid, maxTimeout, req.TimeoutMS)
@@ -70,14 +66,7 @@ func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 	out.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	switch {
 	case req.TTY:
-		tty := session.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80), Term: cmp.Or(req.Term, defaultTerm)}
-		if err := pty.ValidSize(tty.Rows, tty.Cols); err != nil {
-			return out, fmt.Errorf("%w: %v", errInvalid, err)
-		}
-		if !validTerm(tty.Term) {
-			return out, fmt.Errorf("%w: term must be a terminal type such as xterm-256color (letters, digits and .+-_, at most 64), got %q", errInvalid, tty.Term)
-		}
-		out.TTY = &tty
+		out.TTY = &session.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80), Term: cmp.Or(req.Term, defaultTerm)}
 	case req.Rows != 0 || req.Cols != 0 || req.Term != "":
 		return out, fmt.Errorf("%w: rows, cols and term go with \"tty\": true", errInvalid)
 	}
@@ -93,7 +82,7 @@ func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 		}
 		out.Stdin = b
 	}
-	return out, nil // the domain refuses what else is wrong (a NUL byte: 400)
+	return out, out.Validate() // the domain's one check of an exec request
 }
 
 // execResult converts a session result; withOutput false leaves the output
@@ -227,19 +216,6 @@ func writeEvent(w io.Writer, event string, ev client.StreamEvent) {
 // defaultTerm is TERM for a command on a terminal when the request names
 // none: what terminals in use today are.
 const defaultTerm = "xterm-256color"
-
-// validTerm reports whether term can be a terminal type (a terminfo name).
-func validTerm(term string) bool {
-	if term == "" || len(term) > 64 {
-		return false
-	}
-	for _, r := range term {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(".+-_", r)) {
-			return false
-		}
-	}
-	return true
-}
 
 // observeExec counts an exec in the metrics: its latency when it finished,
 // its error code when it failed.

@@ -454,18 +454,12 @@ func commandRef(id, session string) (sid, num string, err error) {
 	return sess, num, nil
 }
 
-// signals are those the sidecar accepts.
-var signals = []string{"INT", "TERM", "KILL", "HUP", "QUIT", "USR1", "USR2"}
-
 // normalizeSignal accepts "int", "SIGINT", "Int", ...
 func normalizeSignal(sig string) (string, error) {
-	up := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(sig)), "SIG")
-	for _, s := range signals {
-		if up == s {
-			return s, nil
-		}
+	if name, ok := client.SignalName(sig); ok {
+		return name, nil
 	}
-	return "", argErrorf("signal must be one of %s; got %q", strings.Join(signals, ", "), sig)
+	return "", argErrorf("signal must be one of %s; got %q", strings.Join(client.Signals, ", "), sig)
 }
 
 func (s *server) commandSignal(ctx context.Context, in CommandSignalIn) (string, CommandSignalOut, error) {

@@ -301,7 +301,7 @@ func inputSchema[In any]() *jsonschema.Schema {
 		case "encoding":
 			p.Enum = enum("text", "base64")
 		case "signal":
-			p.Enum = enum(signals...)
+			p.Enum = enum(client.Signals...)
 		case "port":
 			p.Minimum, p.Maximum = ptr(1.0), ptr(65535.0)
 		}

@@ -8,19 +8,52 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
+	"github.com/patina-dev/patina/sidecar/client"
 )
 
-func (req ExecRequest) agent(sid string) (wire.ExecRequest, error) {
+// Validate is the one check of an exec request, whichever adapter made
+// it: a command, with no NUL byte, a timeout not below zero, and a
+// terminal of a size and type that can be.
+func (req ExecRequest) Validate() error {
 	if req.Command == "" {
-		return wire.ExecRequest{}, fmt.Errorf("%w: command is required", ErrInvalid)
+		return fmt.Errorf("%w: command is required", ErrInvalid)
 	}
 	if strings.IndexByte(req.Command, 0) >= 0 {
-		return wire.ExecRequest{}, fmt.Errorf("%w: command text contains a NUL byte", session.ErrInvalid)
+		return fmt.Errorf("%w: command text contains a NUL byte", ErrInvalid)
 	}
 	if req.Timeout < 0 {
-		return wire.ExecRequest{}, fmt.Errorf("%w: timeout out of range", ErrInvalid)
+		return fmt.Errorf("%w: timeout must not be negative, got %s", ErrInvalid, req.Timeout)
+	}
+	if t := req.TTY; t != nil {
+		if err := pty.ValidSize(t.Rows, t.Cols); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if !validTerm(t.Term) {
+			return fmt.Errorf("%w: term must be a terminal type such as xterm-256color (letters, digits and .+-_, at most 64), got %q", ErrInvalid, t.Term)
+		}
+	}
+	return nil
+}
+
+// validTerm reports whether term can be a terminal type (a terminfo name).
+func validTerm(term string) bool {
+	if term == "" || len(term) > 64 {
+		return false
+	}
+	for _, r := range term {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(".+-_", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (req ExecRequest) agent(sid string) (wire.ExecRequest, error) {
+	if err := req.Validate(); err != nil {
+		return wire.ExecRequest{}, err
 	}
 	return wire.ExecRequest{
 		Session:   sid,
@@ -108,18 +141,11 @@ func (m *Manager) Wait(ctx context.Context, idOrName, sid, cid string) (session.
 	return res.ExecResult, w.explain(err)
 }
 
-// Signals a caller may send to a command.
-var Signals = []string{"INT", "TERM", "KILL", "HUP", "QUIT", "USR1", "USR2"}
-
-// Signal sends a signal to a running command.
+// Signal sends a signal to a running command: one of client.Signals.
 func (m *Manager) Signal(ctx context.Context, idOrName, sid, cid, sig string) error {
-	sig = strings.TrimPrefix(strings.ToUpper(sig), "SIG")
-	ok := false
-	for _, s := range Signals {
-		ok = ok || s == sig
-	}
+	name, ok := client.SignalName(sig)
 	if !ok {
-		return fmt.Errorf("%w: signal must be one of %s; got %q", ErrInvalid, strings.Join(Signals, ", "), sig)
+		return fmt.Errorf("%w: signal must be one of %s; got %q", ErrInvalid, strings.Join(client.Signals, ", "), sig)
 	}
 	if err := session.ValidateID(sid); err != nil {
 		return err
@@ -128,7 +154,7 @@ func (m *Manager) Signal(ctx context.Context, idOrName, sid, cid, sig string) er
 	if err != nil {
 		return err
 	}
-	return w.explain(c.Signal(context.WithoutCancel(ctx), sid, cid, sig))
+	return w.explain(c.Signal(context.WithoutCancel(ctx), sid, cid, name))
 }
 
 // Output opens a command's stdout or stderr from an offset: what is there

@@ -292,7 +292,8 @@ func (s *Server) wait(st *mux.Stream, args json.RawMessage) error {
 	return nil
 }
 
-// Signals a caller may send.
+// signals maps each name of client.Signals (the API's list, which a
+// test keeps this equal to) to its signal.
 var signals = map[string]syscall.Signal{
 	"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL,
 	"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,

@@ -1,0 +1,18 @@
+package client
+
+import "strings"
+
+// Signals are the signals POST …/commands/{cid}/signal accepts, by name.
+var Signals = []string{"INT", "TERM", "KILL", "HUP", "QUIT", "USR1", "USR2"}
+
+// SignalName returns the name in Signals that sig means ("int", "SIGINT"
+// and "Int" all mean "INT"), or false.
+func SignalName(sig string) (string, bool) {
+	up := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(sig)), "SIG")
+	for _, s := range Signals {
+		if up == s {
+			return s, true
+		}
+	}
+	return "", false
+}
