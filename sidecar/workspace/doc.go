@@ -2,8 +2,18 @@
 // container each, run by an Engine, with patina's agent inside), their
 // sessions (through the agent), their files (through the agent) and, for a
 // repository workspace, their git state (package worktree on the host, the
-// workspace's own repository inside). Manager is the whole API; the HTTP
-// adapter in package sidecar only decodes, calls it and encodes.
+// workspace's own repository inside). Manager is the API the HTTP adapter
+// (package sidecar) calls; it still speaks the API's wire types
+// (sidecar/client) for workspaces and their requests, and session's for
+// results.
+//
+// Its boundaries: an engine is reached only through Engine, in
+// sidecar/engine's values (this package imports no engine's package:
+// TestImportsNoEnginePackage); the agent through package agent, its
+// protocol being sidecar/agent/wire; every failure the adapters see is
+// one of this package's kinds (Kind: ErrInvalid, ErrNotFound, ErrBusy,
+// ErrConflict, ...), whatever package it came from; and a request is
+// checked once, by its Validate, whichever adapter made it.
 //
 // What the Manager trusts: its own records (<state>/workspaces/<id>/
 // workspace.json), the engine's answers about containers, and the user's
