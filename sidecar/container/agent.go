@@ -93,6 +93,18 @@ func (v *agentVolume) binary() io.Reader { return io.NewSectionReader(v.bin, 0, 
 // invalidate makes the next ensure verify what the volume holds.
 func (v *agentVolume) invalidate() { v.ready.Store(false) }
 
+// replaced reports whether the volume is gone, or is not the one patina
+// made: Docker makes a volume a mount names anew, empty and without
+// labels, when something (another sidecar's prune) removed it after it
+// was verified.
+func (v *agentVolume) replaced(ctx context.Context, d *Docker) bool {
+	vol, err := d.api.VolumeInspect(ctx, v.name)
+	if errdefs.IsNotFound(err) {
+		return true
+	}
+	return err == nil && vol.Labels[LabelRole] != "agent"
+}
+
 // verified makes sure the volume has been verified by this process (and
 // filled, if it had to be), without asking the engine again when it has:
 // what runs the binary in a container that exists already (a docker exec

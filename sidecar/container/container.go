@@ -272,7 +272,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (string, error) {
 		return "", err
 	}
 	id, err := d.create(ctx, spec)
-	if err != nil && strings.Contains(err.Error(), AgentPath) {
+	if err != nil && d.agent.replaced(ctx, d) {
 		// Another sidecar pruned the agent volume between ensure and
 		// create, and Docker made it anew, empty: fill it and try again.
 		d.agent.invalidate()

@@ -285,7 +285,7 @@ func (s *Swarm) update(ctx context.Context, serviceID string, change func(*swarm
 		spec := svc.Spec
 		change(&spec)
 		_, err = s.api.ServiceUpdate(ctx, serviceID, svc.Version, spec, swarm.ServiceUpdateOptions{})
-		if err == nil || attempt >= 3 || !strings.Contains(err.Error(), "update out of sequence") {
+		if err == nil || attempt >= 3 || !outOfSequence(err) {
 			if err != nil {
 				return fmt.Errorf("update service %s: %w", short(serviceID), err)
 			}
@@ -507,6 +507,15 @@ func retryInUse(ctx context.Context, remove func() error) error {
 		case <-time.After(swarmWaitPeriod):
 		}
 	}
+}
+
+// outOfSequence reports swarmkit's refusal of an update made from a
+// version that another update has replaced meanwhile: try again from the
+// current version. The engine passes it on as a plain error ("rpc error:
+// … update out of sequence"), with no type or status of its own, so its
+// text is the one way to tell; this is the one place that reads it.
+func outOfSequence(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "out of sequence")
 }
 
 // RemoveVolumesWhenFree removes a workspace's volumes on api's engine,

@@ -348,7 +348,7 @@ func (s *Swarm) setNodeLabel(ctx context.Context, id, key, value string) error {
 		if err == nil {
 			return nil
 		}
-		if attempt >= 3 || !strings.Contains(err.Error(), "out of sequence") {
+		if attempt >= 3 || !outOfSequence(err) {
 			return fmt.Errorf("label node %s: %w", short(id), err)
 		}
 	}
