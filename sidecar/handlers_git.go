@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -55,9 +54,6 @@ func (s *Service) handleMerge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.mgr.Merge(r.Context(), r.PathValue("id"), workspace.MergeRequest{Into: req.Into, Commit: req.Commit})
-	if req.Into != "" && errors.Is(err, worktree.ErrNotFound) {
-		err = fmt.Errorf("%w: into: %w", errInvalid, err) // a field names nothing: 400, not 404
-	}
 	if err != nil {
 		writeError(w, err)
 		return

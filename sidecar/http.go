@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
 // route is one pattern of the API's router and its handler.
@@ -256,7 +257,12 @@ func writeError(w http.ResponseWriter, err error) {
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(client.ErrorBody{Error: message(err), Code: c})
+	body := client.ErrorBody{Error: message(err), Code: c}
+	var fe *workspace.FieldError
+	if errors.As(err, &fe) {
+		body.Field = fe.Field
+	}
+	_ = enc.Encode(body)
 }
 
 // decode reads a JSON body into v: at most limit bytes (else errTooLarge),

@@ -11,7 +11,9 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -374,5 +376,32 @@ func TestCommitThenMergeWithoutDiff(t *testing.T) {
 	}
 	if got := revParse(repo, "main"); got != c2.Commit {
 		t.Fatalf("main: exp %s, got %s", c2.Commit, got)
+	}
+}
+
+// A merge --into a branch the repository lacks: the API answers 400
+// naming the field "into" (not 404, the workspace exists), and the CLI,
+// reading that field rather than the message, says which branch is
+// missing and what to do.
+func TestMergeIntoMissingBranch(t *testing.T) {
+	h := Start(t)
+	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "w", Repo: repo})
+	h.Out("w", "default", "echo b > b.txt")
+	h.cli(t, 0, "ws", "diff", "w", "--stat")
+	h.cli(t, 0, "ws", "commit", "w", "-m", "Add b")
+
+	code, body := h.Raw("POST", "/v1/workspaces/w/merge", "", []byte(`{"into":"nope"}`), nil)
+	var eb client.ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil || code != http.StatusBadRequest || eb.Code != client.CodeInvalid || eb.Field != "into" {
+		t.Fatalf("merge into a missing branch: exp 400 invalid naming the field into, got %d %s", code, body)
+	}
+	out := h.cli(t, 1, "ws", "merge", "w", "--into", "nope")
+	if !strings.Contains(out.stderr, `has no branch "nope" to merge into`) || !strings.Contains(out.stderr, "--into") {
+		t.Fatalf("ws merge --into nope: exp the missing branch named, got %q", out.stderr)
+	}
+	// A workspace that does not exist is still said to be missing.
+	if out := h.cli(t, 1, "ws", "merge", "ghost", "--into", "main"); strings.Contains(out.stderr, "has no branch") {
+		t.Fatalf("ws merge of a missing workspace blamed the branch: %q", out.stderr)
 	}
 }

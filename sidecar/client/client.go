@@ -50,6 +50,9 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// Field is the request's field at fault ("" when the answer names
+	// none).
+	Field string
 }
 
 func (e *APIError) Error() string {

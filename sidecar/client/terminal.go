@@ -87,7 +87,7 @@ func apiErrorOf(resp *http.Response) error {
 	if json.Unmarshal(b, &eb) != nil || eb.Code == "" {
 		eb = ErrorBody{Error: strings.TrimSpace(string(b)), Code: "http_" + strconv.Itoa(resp.StatusCode)}
 	}
-	return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+	return &APIError{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Field: eb.Field}
 }
 
 // Next returns output, or the exit (then io.EOF after it). A connection

@@ -422,6 +422,9 @@ type LogEntry struct {
 type ErrorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// Field names the request's field at fault, when one is: "into" of a
+	// merge that names no branch, "base" of a create, "template".
+	Field string `json:"field,omitempty"`
 }
 
 // Error codes, with their HTTP statuses.

@@ -200,7 +200,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		}
 		wt, err := r.Create(ctx, wreq)
 		if errors.Is(err, worktree.ErrNotFound) {
-			err = fmt.Errorf("%w: base: %w", ErrInvalid, err) // a field names nothing: 400, not 404
+			err = fieldError("base", err) // a field names nothing: 400, not 404
 		}
 		if err != nil {
 			return fail(err)

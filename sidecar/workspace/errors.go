@@ -1,6 +1,9 @@
 package workspace
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. The Manager's errors wrap these, or errors of what it
 // drives (session, worktree, the agent, the engine) that Kind maps to
@@ -45,3 +48,19 @@ var (
 	// image, a swarm node, the agent's binary).
 	ErrUnavailable = errors.New("unavailable")
 )
+
+// FieldError is a failure that a request's field caused (a branch or
+// template it names that does not exist): the answer names the field.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// fieldError says that field of the request names nothing: invalid (400),
+// not a missing workspace (404).
+func fieldError(field string, err error) error {
+	return &FieldError{Field: field, Err: fmt.Errorf("%w: %s: %w", ErrInvalid, field, err)}
+}

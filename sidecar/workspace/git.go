@@ -199,6 +199,9 @@ func (m *Manager) Merge(ctx context.Context, idOrName string, req MergeRequest) 
 		}
 	}
 	res, err := repo.Merge(ctx, w.id(), worktree.MergeRequest{Into: req.Into, Commit: commit})
+	if req.Into != "" && errors.Is(err, worktree.ErrNotFound) {
+		err = fieldError("into", err) // a field names nothing: 400, not 404
+	}
 	if errors.Is(err, worktree.ErrNotOnBranch) {
 		name := w.name()
 		err = &reviewError{ErrInvalid, fmt.Sprintf("commit %s is not on workspace %s's branch patina/%s: name one of its commits (patina ws diff %s names its head)",

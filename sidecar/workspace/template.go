@@ -157,7 +157,7 @@ func (m *Manager) createTemplate(ctx context.Context, req *client.CreateWorkspac
 		var err error
 		if t, err = m.cfg.Templates.Get(ctx, req.Template); err != nil {
 			if errors.Is(err, template.ErrNotFound) {
-				err = fmt.Errorf("%w: template: %w", ErrInvalid, err) // a field names nothing: 400
+				err = fieldError("template", err) // a field names nothing: 400
 			}
 			return "", err
 		}

@@ -242,9 +242,10 @@ never merged. A conflict leaves both branches as they were and fails.`,
 // exists: then the branch to merge into is what is missing.
 // Other errors pass through.
 func (a *app) mergeError(ctx context.Context, c *client.Client, ws, into string, err error) error {
-	// The sidecar answers 400 (the into field names nothing) or, from an
-	// older sidecar, 404.
-	missingInto := into != "" && errors.Is(err, client.ErrInvalid) && strings.Contains(err.Error(), "not found")
+	// The sidecar answers 400 naming the field "into" (it names nothing)
+	// or, from an older sidecar, 404.
+	var ae *client.APIError
+	missingInto := into != "" && errors.As(err, &ae) && ae.Field == "into"
 	if !errors.Is(err, client.ErrNotFound) && !missingInto {
 		return err
 	}
