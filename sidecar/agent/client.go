@@ -215,7 +215,7 @@ func (c *Client) live() (*mux.Conn, wire.Hello, bool) {
 // dialUntil dials until it succeeds or the deadline passes, backing off.
 func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, wire.Hello, error) {
 	start := time.Now()
-	wait := 5 * time.Millisecond
+	wait := dialFirst
 	for {
 		conn, h, err := c.dial(ctx)
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
@@ -227,8 +227,8 @@ func (c *Client) dialUntil(ctx context.Context, deadline time.Time) (*mux.Conn, 
 		}
 		// An agent just started answers within tens of ms: try every 5 ms
 		// for the first 200 (a failed dial costs µs), then back off.
-		if time.Since(start) > 200*time.Millisecond {
-			wait = min(2*wait, 250*time.Millisecond)
+		if time.Since(start) > dialQuickly {
+			wait = min(2*wait, dialMaxWait)
 		}
 	}
 }

@@ -252,7 +252,7 @@ func (c *Client) waitAgain(ctx context.Context, sid, cid string) (Result, error)
 // agent on its way out (a restart under way) is asked again, within that
 // time.
 func (c *Client) findStarted(ctx context.Context, req wire.ExecRequest, sent time.Time) (id string, known bool) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, findStartedTimeout)
 	defer cancel()
 	for {
 		id, known = c.lookupStarted(ctx, req, sent)
@@ -262,7 +262,7 @@ func (c *Client) findStarted(ctx context.Context, req wire.ExecRequest, sent tim
 		select {
 		case <-ctx.Done():
 			return "", false
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(findStartedPoll):
 		}
 	}
 }
@@ -284,7 +284,7 @@ func (c *Client) lookupStarted(ctx context.Context, req wire.ExecRequest, sent t
 		return "", false
 	}
 	last := hist[0]
-	if last.Command != req.Command || last.StartedAt.Before(sent.Add(-time.Second)) {
+	if last.Command != req.Command || last.StartedAt.Before(sent.Add(-clockSkew)) {
 		return "", true
 	}
 	return last.ID, true
@@ -296,13 +296,13 @@ func (c *Client) execDeadline(ctx context.Context, timeoutMS int64) (context.Con
 	if timeoutMS <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond+time.Minute)
+	return context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond+stopEscalation)
 }
 
 // stopAndWait stops a command whose caller left and waits (bounded) for
 // its result.
 func (c *Client) stopAndWait(sid, id string, cause error) (Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopWaitTimeout)
 	defer cancel()
 	if id == "" {
 		// It was cancelled before the agent said the command's id: the

@@ -112,13 +112,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	scfg.Setup = setup
 	// An agent being taken over may hold the sessions' lock a moment more.
 	var srv *Server
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(takeoverWait)
 	for {
 		srv, err = NewServer(ctx, scfg)
 		if err == nil || !cfg.Takeover || time.Now().After(deadline) || !errors.Is(err, session.ErrLocked) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(takeoverPoll)
 	}
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		// Taken over only after the socket: a hung agent that still holds
 		// the port was killed above.
 		var tln net.Listener
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(takeoverWait); ; time.Sleep(takeoverPoll) {
 			if tln, err = net.Listen("tcp", cfg.TCP); err == nil || time.Now().After(deadline) {
 				break
 			}
@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 // gitIdentity gives the container a system-wide git identity unless it has
 // one (best effort: an image without git has none).
 func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, gitIdentityTimeout)
 	defer cancel()
 	// One git process finds which keys are set (exit 1: none is); each
 	// missing one takes another. Not at once: two writers of one config
@@ -175,7 +175,7 @@ func gitIdentity(ctx context.Context, name, email string, log *slog.Logger) {
 // listen listens on the abstract socket; with takeover, a process holding
 // it is killed first (it is in this container: its pid is ours to signal).
 func listen(ctx context.Context, name string, takeover bool, log *slog.Logger) (net.Listener, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(takeoverWait)
 	for {
 		ln, err := net.Listen("unix", name)
 		if err == nil {
@@ -192,7 +192,7 @@ func listen(ctx context.Context, name string, takeover bool, log *slog.Logger) (
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		select {
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(takeoverPoll):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -310,7 +310,7 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 		}
 		fmt.Fprintf(os.Stderr, "patina agent pause: start %v: %v\n", keep, err)
 		if !cfg.Once {
-			restart = time.After(5 * time.Second)
+			restart = time.After(restartSlow)
 		}
 	}
 	if len(keep) > 0 {
@@ -333,9 +333,9 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 					if cfg.Once {
 						continue
 					}
-					wait := 500 * time.Millisecond
-					if time.Since(started) < 10*time.Second {
-						wait = 5 * time.Second
+					wait := restartQuick
+					if time.Since(started) < shortLived {
+						wait = restartSlow
 					}
 					restart = time.After(wait)
 				}

@@ -205,7 +205,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // ServeConn serves one connection until it closes.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
-	pc, err := wire.AcceptPipes(nc, 30*time.Second)
+	pc, err := wire.AcceptPipes(nc, handshakeTimeout)
 	if err != nil {
 		s.log.Debug("refused a connection", "err", err)
 		nc.Close()
@@ -234,7 +234,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		}
 	}()
 	// The first stream must be hello with the token.
-	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	st, err := conn.Accept(hctx)
 	cancel()
 	if err != nil {

@@ -78,7 +78,7 @@ func (s *Server) sessionRemove(st *mux.Stream, args json.RawMessage) error {
 // sessionFlush snapshots every session whose state changed (the
 // workspace is about to stop).
 func (s *Server) sessionFlush(st *mux.Stream, args json.RawMessage) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	s.sessions.FlushSnapshots(ctx)
 	writeResult(st, struct{}{})
@@ -92,7 +92,7 @@ func (s *Server) sessionRevive(st *mux.Stream, args json.RawMessage) error {
 	if err := decodeArgs(args, &req); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
 	defer cancel()
 	if req.Fresh {
 		if req.Session == "" {
@@ -214,7 +214,7 @@ func (s *Server) exec(st *mux.Stream, args json.RawMessage) error {
 	if err == nil {
 		// A shell killed from outside the session comes back from its
 		// snapshot; the command's result says so.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
 		sess, _, err = s.sessions.Recover(ctx, req.Session)
 		cancel()
 	}

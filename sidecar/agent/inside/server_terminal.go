@@ -137,7 +137,7 @@ func (t *terminal) launch(req wire.TermAttachRequest) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCallTimeout)
 	defer cancel()
 	loan, err := sess.Lend(ctx)
 	if err != nil {
@@ -244,7 +244,7 @@ func (t *terminal) wait(readDone chan struct{}) {
 		t.linger.Stop()
 	}
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCallTimeout)
 	if rerr := t.loan.Return(ctx); rerr != nil {
 		t.s.log.Warn("terminal: hand the session back", "session_id", t.sid, "err", rerr)
 	}
