@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/engine"
@@ -116,7 +115,7 @@ func readRecord(path string) (meta, error) {
 func (w *workspace) adopt(ctx context.Context) {
 	m := w.m
 	defer close(w.adopted)
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, adoptTimeout)
 	defer cancel()
 	w.mu.Lock()
 	md := w.meta

@@ -145,7 +145,7 @@ func (l *eventLog) write(evs []worktree.Event) {
 	if len(evs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), eventWriteTimeout)
 	defer cancel()
 	if err := l.sink.append(ctx, evs); err != nil {
 		l.log.Warn("append to workspace log", "events", len(evs), "err", err)

@@ -66,7 +66,7 @@ func (m *Manager) idleCheckEvery() time.Duration {
 	if m.cfg.IdleCheck > 0 {
 		return m.cfg.IdleCheck
 	}
-	return 10 * time.Second
+	return defaultIdleCheck
 }
 
 // reapIdle stops, every idleCheckEvery, the running workspaces idle for
@@ -104,7 +104,7 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	qctx, cancel := context.WithTimeout(ctx, agentQueryTimeout)
 	infos, err := c.Sessions(qctx)
 	cancel()
 	if err != nil {

@@ -269,7 +269,7 @@ func (w *workspace) serveForward(f *forward) {
 			select {
 			case <-f.ctx.Done():
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(acceptRetryPause):
 			}
 			continue
 		}

@@ -242,7 +242,7 @@ const cacheFile = "history.json"
 // saveCache asks the agent for the sessions and their history and keeps
 // them for while the workspace is stopped (best effort, bounded in time).
 func (w *workspace) saveCache(ctx context.Context, c *agent.Client) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, agentQueryTimeout)
 	defer cancel()
 	// The sessions' latest state first (a session snapshots at most once
 	// a second on its own).

@@ -290,7 +290,7 @@ func (w *workspace) containerEvent(action string) {
 		// The engine may know more (a Swarm node that is down): asked
 		// aside, so that the events of other workspaces do not wait.
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 			defer cancel()
 			if st, err := w.m.eng.Inspect(ctx, w.containerID()); err == nil && !st.Running && st.Error != "" {
 				w.mu.Lock()
@@ -320,7 +320,7 @@ func (w *workspace) explain(err error) error {
 	if err == nil || !errors.Is(err, agent.ErrUnavailable) {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
 	defer cancel()
 	st, ierr := w.m.eng.Inspect(ctx, w.containerID())
 	switch {
@@ -372,9 +372,7 @@ func (w *workspace) startAgent(ctx context.Context) error {
 	if err := w.m.eng.StartAgent(ctx, w.containerID(), start); err != nil {
 		return fmt.Errorf("start the workspace's agent: %w", err)
 	}
-	// An agent answers within tens of ms of its start; after a few
-	// seconds it will not.
-	h, err := c.ConnectWait(ctx, min(w.m.cfg.AgentStartTimeout, 5*time.Second))
+	h, err := c.ConnectWait(ctx, min(w.m.cfg.AgentStartTimeout, agentAnswerWait))
 	if err != nil && ctx.Err() == nil {
 		// The agent the container's init started (or the one started
 		// above) did not answer: start one the usual way, once.
@@ -422,13 +420,13 @@ func (w *workspace) recoverAgent(ctx context.Context, cause error) error {
 	w.mu.Lock()
 	recent := w.ag.recent[:0]
 	for _, t := range w.ag.recent {
-		if now.Sub(t) < time.Minute {
+		if now.Sub(t) < agentFailWindow {
 			recent = append(recent, t)
 		}
 	}
 	w.ag.recent = recent
-	if len(recent) >= 5 {
-		w.ag.err = fmt.Sprintf("the agent failed %d times in a minute; last: %v", len(recent), cause)
+	if len(recent) >= agentFailLimit {
+		w.ag.err = fmt.Sprintf("the agent failed %d times in a minute; last: %v", len(recent), cause) // agentFailWindow
 		msg := w.ag.err
 		w.mu.Unlock()
 		return errors.New(msg)
@@ -469,14 +467,14 @@ func (w *workspace) watchAgent(c *agent.Client) {
 				return
 			}
 			select {
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(reconnectPause):
 			case <-ctx.Done():
 				return
 			}
 			if w.runningErr() != nil {
 				return
 			}
-			cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+			cctx, ccancel := context.WithTimeout(ctx, reconnectTimeout)
 			h, err := c.Connect(cctx)
 			ccancel()
 			w.mu.Lock()
@@ -520,3 +518,39 @@ func (w *workspace) sink() logSink {
 	}
 	return fileSink{path: filepath.Join(w.dir, "log.jsonl")}
 }
+
+// A workspace's waits on its container and agent, each with its reason.
+const (
+	// inspectTimeout bounds asking the engine about a container that
+	// died or an agent that failed (aside from the call that noticed).
+	inspectTimeout = 5 * time.Second
+	// agentAnswerWait: an agent answers within tens of ms of its start;
+	// after a few seconds it will not (AgentStartTimeout, if shorter,
+	// wins).
+	agentAnswerWait = 5 * time.Second
+	// agentFailLimit failures within agentFailWindow and the agent is not
+	// restarted again: it is failing, and restarting it would spin.
+	agentFailLimit  = 5
+	agentFailWindow = time.Minute
+	// reconnectPause is the pause before reconnecting to an agent whose
+	// connection dropped (it is restarting: give it a moment);
+	// reconnectTimeout bounds the reconnection.
+	reconnectPause   = 200 * time.Millisecond
+	reconnectTimeout = time.Minute
+	// adoptTimeout bounds reconnecting to one workspace of a previous run
+	// (inspect, agent restart if need be, hello); AdoptWait is how long a
+	// call waits for it.
+	adoptTimeout = time.Minute
+	// agentQueryTimeout bounds a background question to an agent (its
+	// sessions, for the idle reaper and the stopped workspace's cache).
+	agentQueryTimeout = 10 * time.Second
+	// eventWriteTimeout bounds writing a batch of the event log to the
+	// repository's notes (git, on the host).
+	eventWriteTimeout = 30 * time.Second
+	// defaultIdleCheck is how often the idle reaper looks at workspaces
+	// (Config.IdleCheck).
+	defaultIdleCheck = 10 * time.Second
+	// acceptRetryPause: a port forward's listener that failed to accept
+	// (EMFILE and the like) waits this rather than spin.
+	acceptRetryPause = 50 * time.Millisecond
+)
