@@ -199,7 +199,7 @@ func (s *Service) Adopted() <-chan struct{} { return s.adopted }
 // previous run in the background: the API answers at once, and a
 // workspace reports "adopting" until it is reconnected.
 func (s *Service) Start(ctx context.Context) error {
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, engineCheckTimeout)
 	_, err := s.docker.Ping(pctx)
 	// The client negotiates the API version lazily, and not safely under
 	// concurrent first calls (adoption and the events watcher): now, once.
@@ -222,7 +222,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("sidecar: another patina serve is running with state directory %s (%v)", s.cfg.StateDir, err)
 	}
 	if c, ok := s.eng.(interface{ Check(context.Context) error }); ok {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, engineCheckTimeout)
 		err := c.Check(cctx)
 		cancel()
 		if err != nil {
@@ -238,8 +238,8 @@ func (s *Service) Start(ctx context.Context) error {
 	s.lock, s.ln = lock, ln
 	s.srv = &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleConnTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	go func() {
@@ -303,6 +303,22 @@ type engine interface {
 // (milliseconds; seconds on a loaded host).
 const diskOpenTimeout = time.Minute
 
+// The service's other waits, each with its reason.
+const (
+	// engineCheckTimeout bounds the engine's first answer at start (a
+	// ping, then its own check: networks, the agent's binary): a serve
+	// that cannot reach its engine says so instead of hanging.
+	engineCheckTimeout = 30 * time.Second
+	// readHeaderTimeout bounds a client's request headers (a slow or
+	// silent connection does not hold a goroutine); idleConnTimeout
+	// closes a keep-alive connection nobody uses.
+	readHeaderTimeout = 10 * time.Second
+	idleConnTimeout   = 2 * time.Minute
+	// metricsQueryTimeout bounds asking the engine for a figure of a
+	// metrics scrape (the templates' count).
+	metricsQueryTimeout = 5 * time.Second
+)
+
 // openDisks opens the pool of workspaces' disks where the engine can keep
 // a workspace's writes on one; elsewhere it says why there are none.
 func openDisks(cfg Config, eng engine, stateDir string, logger *slog.Logger) (workspace.Disks, error) {
@@ -364,7 +380,7 @@ func metricsExtras(cfg Config, mgr *workspace.Manager, templates *builder.Manage
 	}
 	if templates != nil {
 		x.Templates = func() int {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), metricsQueryTimeout)
 			defer cancel()
 			list, err := templates.List(ctx)
 			if err != nil {
