@@ -13,9 +13,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/patina-dev/patina/session/pty"
-	"github.com/patina-dev/patina/sidecar/agent"
-	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
 // terminalWriteWait bounds one write to a terminal's WebSocket: a client
@@ -49,8 +48,8 @@ func (s *Service) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	defer ws.CloseNow()
 	ws.SetReadLimit(1 << 20) // a paste
 	ctx := r.Context()
-	off := t.Head.Offset
-	if wsWrite(ctx, ws, websocket.MessageText, jsonMsg(client.TerminalMessage{Type: "hello", Session: sid, Offset: &off, Started: t.Head.Started, Resumed: resumed})) != nil {
+	off := t.Offset()
+	if wsWrite(ctx, ws, websocket.MessageText, jsonMsg(client.TerminalMessage{Type: "hello", Session: sid, Offset: &off, Started: t.Started(), Resumed: resumed})) != nil {
 		return
 	}
 	go terminalToClient(ctx, t, ws, func(n int) { s.metrics.Streamed("terminal", n) })
@@ -59,7 +58,7 @@ func (s *Service) handleTerminal(w http.ResponseWriter, r *http.Request) {
 
 // terminalToClient sends the terminal's output, then its exit, and closes
 // the WebSocket normally.
-func terminalToClient(ctx context.Context, t *agent.Terminal, ws *websocket.Conn, sent func(int)) {
+func terminalToClient(ctx context.Context, t workspace.Terminal, ws *websocket.Conn, sent func(int)) {
 	for {
 		ev, err := t.Next()
 		if err != nil {
@@ -82,7 +81,7 @@ func terminalToClient(ctx context.Context, t *agent.Terminal, ws *websocket.Conn
 
 // clientToTerminal applies the client's input and control messages until
 // it goes away (which detaches: the terminal stays for a reconnect).
-func clientToTerminal(ctx context.Context, ws *websocket.Conn, t *agent.Terminal) {
+func clientToTerminal(ctx context.Context, ws *websocket.Conn, t workspace.Terminal) {
 	for {
 		typ, data, err := ws.Read(ctx)
 		if err != nil {
@@ -125,8 +124,8 @@ func controlMessage(data []byte) (client.TerminalMessage, bool) {
 }
 
 // terminalRequest reads ?rows=&cols=&offset=&term= (default 24x80).
-func terminalRequest(q url.Values) (wire.TermAttachRequest, error) {
-	req := wire.TermAttachRequest{Rows: 24, Cols: 80, Term: q.Get("term")}
+func terminalRequest(q url.Values) (workspace.TerminalRequest, error) {
+	req := workspace.TerminalRequest{Rows: 24, Cols: 80, Term: q.Get("term")}
 	for _, p := range []struct {
 		name string
 		dst  *int
