@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/internal/proxybody"
-	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/console"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
 // pageRoutes are the routes outside /v1: the web console (package
@@ -195,7 +195,7 @@ func (s *Service) handlePreview(w http.ResponseWriter, r *http.Request) {
 				writeError(w, fmt.Errorf("port %d of workspace %s answered with a %w; a preview follows redirects within that port only", port, id, err))
 				return
 			}
-			writeError(w, fmt.Errorf("%w: nothing answered on port %d of workspace %s: %v", wire.ErrNotListening, port, id, err))
+			writeError(w, fmt.Errorf("%w: nothing answered on port %d of workspace %s: %v", workspace.ErrNotListening, port, id, err))
 		},
 		FlushInterval: 100 * time.Millisecond,
 	}
