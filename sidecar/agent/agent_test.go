@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -427,34 +426,11 @@ func TestHelloRefusesWrongTokenOrWorkspace(t *testing.T) {
 
 // writeResult answers with v and ends the stream, as the agent does.
 func writeResult(st *mux.Stream, v any) {
-	b, err := resultLine(v)
+	b, err := wire.ResultLine(v)
 	if err != nil {
 		panic(err)
 	}
 	_, _ = st.WriteFinal(b)
-}
-
-// writeHead answers with v and leaves the stream open for a body, as the
-// agent does.
-func writeHead(st *mux.Stream, v any) error {
-	b, err := resultLine(v)
-	if err != nil {
-		return err
-	}
-	_, err = st.Write(b)
-	return err
-}
-
-func resultLine(v any) ([]byte, error) {
-	r, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(wire.Head{R: r})
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 // fakeAgent answers every call with what reply writes: a hostile agent.
@@ -600,7 +576,7 @@ func TestHostileAgent(t *testing.T) {
 // finished stream is cut at its announced size.
 func TestHostileOutputFlood(t *testing.T) {
 	c := fakeAgent(t, func(st *mux.Stream) {
-		_ = writeHead(st, outputHead{Size: 10})
+		_ = wire.WriteHead(st, outputHead{Size: 10})
 		for i := 0; i < 100; i++ {
 			if _, err := st.Write(make([]byte, 64<<10)); err != nil {
 				return

@@ -122,7 +122,7 @@ func TestDialPortHostileAgent(t *testing.T) {
 	for name, reply := range map[string]func(st *mux.Stream){
 		"junk": func(st *mux.Stream) { st.WriteFinal([]byte("\x00junk\n")) },
 		"long address": func(st *mux.Stream) {
-			writeHead(st, wire.PortDialResult{Addr: string(bytes.Repeat([]byte("a"), 100))})
+			wire.WriteHead(st, wire.PortDialResult{Addr: string(bytes.Repeat([]byte("a"), 100))})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -390,34 +390,12 @@ func decodeArgs(raw json.RawMessage, v any) error {
 
 // writeResult answers with v and ends the stream.
 func writeResult(st *mux.Stream, v any) {
-	b, err := resultLine(v)
+	b, err := wire.ResultLine(v)
 	if err != nil {
 		writeErr(st, &wire.Error{Code: wire.CodeInternal, Msg: err.Error()})
 		return
 	}
 	_, _ = st.WriteFinal(b)
-}
-
-// writeHead answers with v and leaves the stream open for a body.
-func writeHead(st *mux.Stream, v any) error {
-	b, err := resultLine(v)
-	if err != nil {
-		return err
-	}
-	_, err = st.Write(b)
-	return err
-}
-
-func resultLine(v any) ([]byte, error) {
-	r, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(wire.Head{R: r})
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 func writeErr(st *mux.Stream, we *wire.Error) {

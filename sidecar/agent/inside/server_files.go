@@ -128,7 +128,7 @@ func (s *Server) fileRead(st *mux.Stream, args json.RawMessage) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file (%s)", session.ErrInvalid, rel, fileType(fi.Mode()))
 	}
-	if err := writeHead(st, wire.FileHead{FileInfo: infoOf(path.Base(rel), fi)}); err != nil {
+	if err := wire.WriteHead(st, wire.FileHead{FileInfo: infoOf(path.Base(rel), fi)}); err != nil {
 		return nil
 	}
 	if _, err := io.Copy(st, f); err != nil {

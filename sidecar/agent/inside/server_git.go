@@ -77,7 +77,7 @@ func (s *Server) gitCommit(st *mux.Stream, args json.RawMessage) error {
 func (s *Server) gitPack(st *mux.Stream, args json.RawMessage) error {
 	var req wire.GitPackRequest
 	return s.gitCall(st, args, &req, func(ctx context.Context, g Git) (any, error) {
-		if err := writeHead(st, struct{}{}); err != nil {
+		if err := wire.WriteHead(st, struct{}{}); err != nil {
 			return nil, nil
 		}
 		if err := g.Pack(ctx, req.Want, req.Have, st); err != nil {

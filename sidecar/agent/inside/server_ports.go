@@ -28,7 +28,7 @@ func (s *Server) portDial(st *mux.Stream, args json.RawMessage) error {
 		return err
 	}
 	defer nc.Close()
-	if err := writeHead(st, wire.PortDialResult{Addr: nc.RemoteAddr().String()}); err != nil {
+	if err := wire.WriteHead(st, wire.PortDialResult{Addr: nc.RemoteAddr().String()}); err != nil {
 		return nil // the stream is gone: nothing to answer
 	}
 	if err := mux.Splice(st, nc.(*net.TCPConn)); err != nil {

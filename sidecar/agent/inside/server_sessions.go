@@ -355,7 +355,7 @@ func (s *Server) output(st *mux.Stream, args json.RawMessage) error {
 			return err
 		}
 		defer rc.Close()
-		if err := writeHead(st, wire.OutputHead{Size: size}); err != nil {
+		if err := wire.WriteHead(st, wire.OutputHead{Size: size}); err != nil {
 			return nil
 		}
 		var r io.Reader = rc
@@ -374,7 +374,7 @@ func (s *Server) output(st *mux.Stream, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if err := writeHead(st, wire.OutputHead{Size: size}); err != nil {
+	if err := wire.WriteHead(st, wire.OutputHead{Size: size}); err != nil {
 		return nil
 	}
 	sent := int64(0)
@@ -412,7 +412,7 @@ const smallAnswer = 16 << 10
 // output's bytes (see Output), and ends the stream.
 func writeExecResult(st *mux.Stream, res session.ExecResult) {
 	r, parts := wire.ExecResultOf(res)
-	b, err := resultLine(r)
+	b, err := wire.ResultLine(r)
 	if err != nil {
 		writeErr(st, &wire.Error{Code: wire.CodeInternal, Msg: err.Error()})
 		return

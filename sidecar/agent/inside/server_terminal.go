@@ -88,7 +88,7 @@ func (s *Server) termAttach(st *mux.Stream, args json.RawMessage) error {
 	}
 	off := t.join(req.Offset)
 	defer t.leave()
-	if err := writeHead(st, wire.TermAttachResult{Session: req.Session, Started: started, Offset: off}); err != nil {
+	if err := wire.WriteHead(st, wire.TermAttachResult{Session: req.Session, Started: started, Offset: off}); err != nil {
 		return nil
 	}
 	done := make(chan struct{})

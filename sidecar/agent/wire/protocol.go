@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/mux"
 )
 
 // Methods of the protocol.
@@ -558,4 +559,28 @@ type TermExit struct {
 	ExitCode int `json:"exit_code"`
 	// Reason says why it ended when it was not its shell's own choice.
 	Reason string `json:"reason,omitempty"`
+}
+
+// ResultLine is the head line of an answer carrying v: {"r": v} and a
+// newline.
+func ResultLine(v any) ([]byte, error) {
+	r, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(Head{R: r})
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteHead answers with v and leaves the stream open for a body.
+func WriteHead(st *mux.Stream, v any) error {
+	b, err := ResultLine(v)
+	if err != nil {
+		return err
+	}
+	_, err = st.Write(b)
+	return err
 }
