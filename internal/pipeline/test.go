@@ -55,13 +55,19 @@ func (r TestRequest) Steps() []Step {
 }
 
 // IntegrationPackages are the Debian packages the integration tests need
-// on top of the Go image (which has bash and git): the same as .ci/run's.
+// on top of the Go image: the same as .ci/run's (a test keeps them so).
 // Docker's engine (Debian's docker.io), debootstrap to build the default
 // workspace image offline, iproute2, util-linux and fuse-overlayfs to run
 // a second engine in a network namespace as another host, tmux to drive
-// `patina attach` as a person would.
+// `patina attach` as a person would, iptables for the network boundary,
+// xfsprogs and e2fsprogs for the workspaces' disks, runsc (gVisor), gcc
+// for -race, Python and Node with their tools for the clients' suites,
+// chromium, node-xterm and libjs-xterm for the console's.
 func IntegrationPackages() []string {
-	return []string{"ca-certificates", "debootstrap", "docker.io", "fuse-overlayfs", "iproute2", "iptables", "procps", "tmux", "util-linux"}
+	return []string{"bash", "git", "debootstrap", "docker.io", "procps", "ca-certificates", "iproute2", "iptables", "util-linux",
+		"fuse-overlayfs", "tmux", "xfsprogs", "e2fsprogs", "runsc",
+		"gcc", "libc6-dev", "python3", "python3-pytest", "python3-venv", "python3-setuptools", "python3-mypy", "nodejs", "node-typescript",
+		"chromium", "node-xterm", "libjs-xterm"}
 }
 
 // IntegrationSetup is the command that installs IntegrationPackages.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,5 +77,25 @@ func TestWithDockerd(t *testing.T) {
 	out, code = run(append([]string{"env", "PATINA_DOCKERD_WAIT=2"}, WithDockerd([]string{"echo", "tests ran"})...)...)
 	if code == 0 || strings.Contains(out, "tests ran") || !strings.Contains(out, "engine log line") {
 		t.Errorf("an engine that never answers: exp a failed step with its log and no tests, got %d %q", code, out)
+	}
+}
+
+// `dagger call test --integration` installs what .ci/run installs: a test
+// that needs a package fails without it, in both.
+func TestIntegrationPackagesAreCIs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)\npkgs=\(([^)]*)\)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("no pkgs=( … ) in .ci/run")
+	}
+	ci := strings.Fields(string(m[1]))
+	got := IntegrationPackages()
+	slices.Sort(ci)
+	got = slices.Sorted(slices.Values(got))
+	if !slices.Equal(ci, got) {
+		t.Fatalf(".ci/run installs %v\nthe integration setup %v", ci, got)
 	}
 }
