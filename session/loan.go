@@ -46,7 +46,14 @@ const (
 // what an interactive shell needs that the session's driven shell turns off
 // (prompt, history, line editing). On exit it dumps its state for the
 // session, less line editing (the session's shell reads a FIFO) and with
-// the session's own TERM (the terminal's is not its).
+// the session's own TERM (the terminal's is not its). A hangup is trapped,
+// not left to bash's own handling: bash may see the hung-up terminal's EOF
+// first and run the EXIT trap, and then the hangup it had noted kills it
+// in the middle of the dump, which is lost. So HUP runs the dump too, the
+// dump ignores HUP while it writes, and a shell that lost its terminal
+// exits 129 (128 + SIGHUP) either way, as a hung-up shell does. The
+// session gets SIGHUP's default back (a HUP trap of its own set before the
+// loan does not survive a terminal).
 // Arguments: the state file, the return file.
 const termRC = `[[ -r /etc/bash.bashrc ]] && \builtin source /etc/bash.bashrc
 [[ -r ~/.bashrc ]] && \builtin source ~/.bashrc
@@ -59,21 +66,26 @@ TERM=$__patina_term; \builtin export TERM
 \builtin trap - URG
 __patina_term_exit() {
 	\builtin trap - EXIT
-	\builtin local __patina_l
+	\builtin trap '' HUP
+	\builtin local __patina_l __patina_hup=
+	[[ -t 0 ]] || __patina_hup=1
 	{ ` + stateDumpNoOpts + `
 	  while IFS= \builtin read -r __patina_l; do
 		case $__patina_l in *' emacs' | *' vi') ;; *) \builtin printf '%%s\n' "$__patina_l" ;; esac
 	  done <<<"$(\builtin set +o)"
 	  if [[ -v __patina_session_term ]]; then \builtin printf 'TERM=%%q\n' "$__patina_session_term"; else \builtin echo '\builtin unset -v TERM'; fi
+	  \builtin echo '\builtin trap - HUP'
 	} >|%[2]s 2>/dev/null
+	[[ -z $__patina_hup ]] || \builtin exit 129
 }
 \builtin trap __patina_term_exit EXIT
+\builtin trap '__patina_term_exit; \builtin exit 129' HUP
 `
 
 // returnScript sources what the terminal's shell left, then puts back what
 // a driven shell needs (initScript) and drops the terminal's own names.
 const returnScript = `\builtin source %s 2>/dev/null; ` + initScript +
-	`\builtin unset -v COLUMNS LINES __patina_l __patina_ps1 __patina_term __patina_session_term; \builtin unset -f __patina_term_exit; `
+	`\builtin unset -v COLUMNS LINES __patina_l __patina_hup __patina_ps1 __patina_term __patina_session_term; \builtin unset -f __patina_term_exit; `
 
 // Lend hands the session to a terminal: it must be idle (ErrBusy if a
 // command runs or it is lent already). Commands are refused with ErrBusy

@@ -151,6 +151,9 @@ func TestLoanCarriesStateBothWays(t *testing.T) {
 			// The session's shell is still driven: no prompt, no history,
 			// no line editing crept in with the terminal's options.
 			expectOut(t, s, `echo "[$PS1]"; [[ -o history ]] && echo history; [[ -o emacs ]] && echo emacs; [[ -o vi ]] && echo vi; echo clean`, "[]\nclean\n")
+			// Nor the terminal's HUP trap: the session's commands get
+			// SIGHUP's default disposition, not an ignored one.
+			expectOut(t, s, `trap -p HUP; [[ $(awk '/^SigIgn/ {print $2}' /proc/self/status) =~ [13579bdf]$ ]] && echo hup-ignored; echo hup-default`, "hup-default\n")
 			for _, f := range []string{loanState, loanRC, loanReturn} {
 				if _, err := os.Stat(filepath.Join(s.Dir(), f)); err == nil {
 					t.Fatalf("%s left behind after Return", f)
