@@ -219,8 +219,9 @@ func (s *Session) startKind(req ExecRequest, kind cmdKind) (*command, error) {
 	s.starting = true
 	n := s.nextID
 	job := s.prepared[n]
+	flags := s.flags // a reattach's report may still set it
 	s.mu.Unlock()
-	c, line, err := s.prepareCommand(req, kind, n, job)
+	c, line, err := s.prepareCommand(req, kind, n, job, flags)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.starting = false
@@ -263,10 +264,10 @@ func (s *Session) startable(kind cmdKind) error {
 }
 
 // prepareCommand makes command n's files ready (job: the making of its
-// output files ahead, nil if none) and its wrapper line. Called without
-// s.mu, with the session reserved: s.flags and s.dir do not change while
-// no command runs.
-func (s *Session) prepareCommand(req ExecRequest, kind cmdKind, n uint64, job *prepJob) (*command, string, error) {
+// output files ahead, nil if none) and its wrapper line; flags are the
+// shell's, read under s.mu. Called without s.mu, with the session
+// reserved: s.dir does not change while no command runs.
+func (s *Session) prepareCommand(req ExecRequest, kind cmdKind, n uint64, job *prepJob, flags string) (*command, string, error) {
 	internal := kind != kindUser
 	id := internalID
 	clean := false // internal commands reuse their files: truncate them
@@ -276,7 +277,7 @@ func (s *Session) prepareCommand(req ExecRequest, kind cmdKind, n uint64, job *p
 	}
 	f := filesFor(s.dir, id)
 	text := req.Command
-	if strings.Contains(s.flags, "e") {
+	if strings.Contains(flags, "e") {
 		// The wrapper's "!" suspends inherited errexit; re-arm it for the
 		// user's code (same line, so line numbers in messages stay right).
 		text = `\builtin set -e; ` + text
