@@ -62,7 +62,7 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 
 	seen := map[string][]byte{}
-	list := s.mgr.List()
+	list := workspaceViews(s.mgr.List())
 	for _, ws := range list {
 		seen[ws.ID], _ = json.Marshal(ws)
 	}
@@ -117,7 +117,7 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-tick.C:
 			now := map[string]bool{}
-			for _, ws := range s.mgr.List() {
+			for _, ws := range workspaceViews(s.mgr.List()) {
 				now[ws.ID] = true
 				b, _ := json.Marshal(ws)
 				if bytes.Equal(b, seen[ws.ID]) {

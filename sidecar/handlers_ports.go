@@ -14,7 +14,7 @@ func (s *Service) handleForwardPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p, created, err := s.mgr.ForwardPort(r.Context(), r.PathValue("id"), req)
+	p, created, err := s.mgr.ForwardPort(r.Context(), r.PathValue("id"), forwardPortRequest(req))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -23,7 +23,7 @@ func (s *Service) handleForwardPort(w http.ResponseWriter, r *http.Request) {
 	if created {
 		code = http.StatusCreated
 	}
-	writeJSON(w, code, p)
+	writeJSON(w, code, portView(p))
 }
 
 func (s *Service) handleListPorts(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +32,7 @@ func (s *Service) handleListPorts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, client.PortList{Ports: ports})
+	writeJSON(w, http.StatusOK, client.PortList{Ports: portViews(ports)})
 }
 
 // handleClosePort serves DELETE …/ports/{port}, and DELETE …/ports with

@@ -28,7 +28,7 @@ func (s *Service) handleBuildTemplate(w http.ResponseWriter, r *http.Request) {
 		pw = &progressWriter{w: w}
 		out = pw
 	}
-	t, err := s.mgr.BuildTemplate(r.Context(), req, out)
+	t, err := s.mgr.BuildTemplate(r.Context(), buildTemplateRequest(req), out)
 	if pw != nil && pw.started() {
 		if err != nil {
 			_, c := status(err)

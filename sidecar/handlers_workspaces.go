@@ -13,12 +13,12 @@ func (s *Service) handleCreateWorkspace(w http.ResponseWriter, r *http.Request) 
 		writeError(w, err)
 		return
 	}
-	ws, err := s.mgr.Create(r.Context(), req)
+	ws, err := s.mgr.Create(r.Context(), createRequest(req))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, ws)
+	writeJSON(w, http.StatusCreated, workspaceView(ws))
 }
 
 func (s *Service) handleForkWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -27,16 +27,16 @@ func (s *Service) handleForkWorkspace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ws, err := s.mgr.Fork(r.Context(), r.PathValue("id"), req)
+	ws, err := s.mgr.Fork(r.Context(), r.PathValue("id"), forkRequest(req))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, ws)
+	writeJSON(w, http.StatusCreated, workspaceView(ws))
 }
 
 func (s *Service) handleListWorkspaces(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.mgr.List())
+	writeJSON(w, http.StatusOK, workspaceViews(s.mgr.List()))
 }
 
 func (s *Service) handleGetWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +45,7 @@ func (s *Service) handleGetWorkspace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ws)
+	writeJSON(w, http.StatusOK, workspaceView(ws))
 }
 
 func (s *Service) handleSetNetwork(w http.ResponseWriter, r *http.Request) {
@@ -59,12 +59,12 @@ func (s *Service) handleSetNetwork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ws, err := s.mgr.SetNetwork(r.Context(), r.PathValue("id"), req, narrow)
+	ws, err := s.mgr.SetNetwork(r.Context(), r.PathValue("id"), networkPolicy(req), narrow)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ws)
+	writeJSON(w, http.StatusOK, workspaceView(ws))
 }
 
 func (s *Service) handleStopWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +73,7 @@ func (s *Service) handleStopWorkspace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ws)
+	writeJSON(w, http.StatusOK, workspaceView(ws))
 }
 
 func (s *Service) handleStartWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func (s *Service) handleStartWorkspace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ws)
+	writeJSON(w, http.StatusOK, workspaceView(ws))
 }
 
 func (s *Service) handleDeleteWorkspace(w http.ResponseWriter, r *http.Request) {

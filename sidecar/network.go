@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/egress"
 	"github.com/patina-dev/patina/sidecar/workspace"
@@ -161,7 +160,7 @@ func (b *boundary) Apply(ctx context.Context, workspaceID, containerID string, p
 		return nil // a swarm: its overlay was made for the policy
 	}
 	if svc == nil {
-		if p.Mode != client.NetworkNone {
+		if p.Mode != egress.ModeNone {
 			return nil
 		}
 		// Only network none here: take a container of an older patina off
@@ -169,7 +168,7 @@ func (b *boundary) Apply(ctx context.Context, workspaceID, containerID string, p
 		_, err := b.docker.Attach(ctx, containerID, false)
 		return err
 	}
-	if p.Mode == client.NetworkNone {
+	if p.Mode == egress.ModeNone {
 		// Cut its connections while the resets can still reach it: a socket
 		// whose interface is gone would wait for ever.
 		svc.Forget(workspaceID)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // dnsServer answers workspaces' DNS queries by their policies: it forwards
@@ -92,8 +90,8 @@ func (d *dnsServer) answer(w dns.ResponseWriter, q *dns.Msg) {
 	qn := q.Question[0]
 	name := strings.ToLower(strings.TrimSuffix(qn.Name, "."))
 	switch p.Mode {
-	case client.NetworkOpen:
-	case client.NetworkAllow:
+	case ModeOpen:
+	case ModeAllow:
 		if _, ok := p.MatchName(name, 0); !ok {
 			d.s.refused(m, name+" (DNS)", "not in the allow list")
 			reply(dns.RcodeNameError)

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // Config configures a Service. Zero values take the defaults noted.
@@ -365,12 +363,12 @@ func (s *Service) check(p Policy, dst netip.AddrPort, name string) *refusal {
 	}
 	c, why := classify(a)
 	switch p.Mode {
-	case client.NetworkOpen:
+	case ModeOpen:
 		if c != reachable {
 			return &refusal{"mode open: " + why + " address"}
 		}
 		return nil
-	case client.NetworkAllow:
+	case ModeAllow:
 		if c == never {
 			return &refusal{why + " address"}
 		}

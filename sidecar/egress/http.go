@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // Bounds of an HTTP request's head.
@@ -201,7 +199,7 @@ func copyChunked(w io.Writer, br *bufio.Reader) error {
 func (s *Service) handleHTTP(ctx context.Context, m *member, f *flow, orig netip.AddrPort, first []byte) {
 	p := s.policy(m)
 	_, byAddr := p.MatchAddr(orig.Addr(), orig.Port())
-	if p.Mode == client.NetworkOpen || byAddr {
+	if p.Mode == ModeOpen || byAddr {
 		s.pipeChecked(ctx, m, f, p, orig, first)
 		return
 	}

@@ -6,8 +6,18 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+)
 
-	"github.com/patina-dev/patina/sidecar/client"
+// Modes of a policy (the API's network modes, which a test of the
+// sidecar keeps equal to these).
+const (
+	// ModeNone: no network at all.
+	ModeNone = "none"
+	// ModeOpen: the internet, never the host, private, link-local or
+	// other reserved addresses, never another workspace.
+	ModeOpen = "open"
+	// ModeAllow: only the destinations of the allow list.
+	ModeAllow = "allow"
 )
 
 // ErrInvalid: a policy that cannot be parsed.
@@ -24,7 +34,7 @@ const (
 
 // Policy is a workspace's network policy, parsed.
 type Policy struct {
-	Mode  string // client.NetworkNone, NetworkOpen or NetworkAllow
+	Mode  string // ModeNone, ModeOpen or ModeAllow
 	Allow []Rule
 }
 
@@ -37,28 +47,28 @@ type Rule struct {
 	Port   uint16
 }
 
-// Parse checks a policy and normalises it (mode "bridge" or "" is "open";
-// names lower case; prefixes masked).
-func Parse(p client.NetworkPolicy) (Policy, error) {
-	out := Policy{Mode: p.Mode}
-	switch p.Mode {
+// Parse checks a policy, a mode and its allow list, and normalises it
+// (mode "bridge" or "" is "open"; names lower case; prefixes masked).
+func Parse(mode string, allow []string) (Policy, error) {
+	out := Policy{Mode: mode}
+	switch mode {
 	case "", "bridge":
-		out.Mode = client.NetworkOpen
-	case client.NetworkNone, client.NetworkOpen, client.NetworkAllow:
+		out.Mode = ModeOpen
+	case ModeNone, ModeOpen, ModeAllow:
 	default:
-		return Policy{}, fmt.Errorf("%w: mode must be none, open or allow, got %q", ErrInvalid, p.Mode)
+		return Policy{}, fmt.Errorf("%w: mode must be none, open or allow, got %q", ErrInvalid, mode)
 	}
-	if out.Mode != client.NetworkAllow {
-		if len(p.Allow) > 0 {
+	if out.Mode != ModeAllow {
+		if len(allow) > 0 {
 			return Policy{}, fmt.Errorf("%w: an allow list needs mode \"allow\"", ErrInvalid)
 		}
 		return out, nil
 	}
-	if len(p.Allow) > maxRules {
+	if len(allow) > maxRules {
 		return Policy{}, fmt.Errorf("%w: at most %d allow entries", ErrInvalid, maxRules)
 	}
 	seen := map[string]bool{}
-	for _, s := range p.Allow {
+	for _, s := range allow {
 		r, err := ParseRule(s)
 		if err != nil {
 			return Policy{}, err
@@ -71,13 +81,26 @@ func Parse(p client.NetworkPolicy) (Policy, error) {
 	return out, nil
 }
 
-// Wire is the policy as the API shows it.
-func (p Policy) Wire() client.NetworkPolicy {
-	w := client.NetworkPolicy{Mode: p.Mode}
+// AllowList is the allow list as text, each entry as Parse normalised it
+// (nil for a policy that is not an allow list, or an empty one).
+func (p Policy) AllowList() []string {
+	var out []string
 	for _, r := range p.Allow {
-		w.Allow = append(w.Allow, r.Text)
+		out = append(out, r.Text)
 	}
-	return w
+	return out
+}
+
+// String is the policy as people read it: "open", "none", or
+// "allow pypi.org, 10.0.0.5:5432" ("allow (nothing)" for an empty list).
+func (p Policy) String() string {
+	if p.Mode != ModeAllow {
+		return p.Mode
+	}
+	if len(p.Allow) == 0 {
+		return "allow (nothing)"
+	}
+	return "allow " + strings.Join(p.AllowList(), ", ")
 }
 
 // ParseRule parses one allow entry: "pypi.org", "*.golang.org",
@@ -219,7 +242,7 @@ func (r Rule) matchPort(port uint16) bool { return r.Port == 0 || r.Port == port
 // MatchName returns the rule that lets name (lower case, no trailing dot)
 // through on port (0: any port of some rule).
 func (p Policy) MatchName(name string, port uint16) (Rule, bool) {
-	if p.Mode != client.NetworkAllow {
+	if p.Mode != ModeAllow {
 		return Rule{}, false
 	}
 	for _, r := range p.Allow {
@@ -233,7 +256,7 @@ func (p Policy) MatchName(name string, port uint16) (Rule, bool) {
 // MatchAddr returns the address rule that lets addr:port through (port 0:
 // any port of some rule).
 func (p Policy) MatchAddr(addr netip.Addr, port uint16) (Rule, bool) {
-	if p.Mode != client.NetworkAllow {
+	if p.Mode != ModeAllow {
 		return Rule{}, false
 	}
 	addr = addr.Unmap()
@@ -249,22 +272,22 @@ func (p Policy) MatchAddr(addr netip.Addr, port uint16) (Rule, bool) {
 // may ask for that itself), else ErrWidens saying what is wider.
 func (p Policy) Narrows(old Policy) error {
 	widens := func(what string) error {
-		return fmt.Errorf("%w: %s (the current policy: %s)", ErrWidens, what, old.describe())
+		return fmt.Errorf("%w: %s (the current policy: %s)", ErrWidens, what, old)
 	}
 	switch {
-	case p.Mode == client.NetworkNone:
+	case p.Mode == ModeNone:
 		return nil
-	case old.Mode == client.NetworkNone:
+	case old.Mode == ModeNone:
 		return widens("any network")
-	case p.Mode == client.NetworkOpen:
-		if old.Mode == client.NetworkOpen {
+	case p.Mode == ModeOpen:
+		if old.Mode == ModeOpen {
 			return nil
 		}
 		return widens("mode open")
 	}
 	// p is an allow list.
 	for _, r := range p.Allow {
-		if old.Mode == client.NetworkOpen {
+		if old.Mode == ModeOpen {
 			// Names resolve only to addresses open allows; an address rule
 			// must not open a forbidden range.
 			if r.Name == "" && prefixForbidden(r.Prefix) {
@@ -304,11 +327,4 @@ func (p Policy) covers(r Rule) bool {
 		}
 	}
 	return false
-}
-
-func (p Policy) describe() string {
-	if p.Mode != client.NetworkAllow {
-		return p.Mode
-	}
-	return p.Wire().String()
 }

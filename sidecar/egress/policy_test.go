@@ -1,12 +1,9 @@
 package egress
 
 import (
-	"encoding/json"
 	"errors"
 	"net/netip"
 	"testing"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 func TestParseRule(t *testing.T) {
@@ -38,33 +35,31 @@ func TestParseRule(t *testing.T) {
 	}
 }
 
-func TestPolicyWire(t *testing.T) {
-	for _, tc := range []struct{ in, mode string }{
-		{`"none"`, "none"}, {`"open"`, "open"}, {`"bridge"`, "open"},
-		{`{"mode":"allow","allow":["a.test"]}`, "allow"},
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		allow []string
+		exp   string
+	}{
+		{"none", nil, "none"}, {"", nil, "open"}, {"bridge", nil, "open"}, {"allow", nil, "allow (nothing)"},
+		{"allow", []string{"PyPI.org", "10.0.0.5:5432", "pypi.org"}, "allow pypi.org, 10.0.0.5:5432"},
 	} {
-		var w client.NetworkPolicy
-		if err := json.Unmarshal([]byte(tc.in), &w); err != nil || w.Mode != tc.mode {
-			t.Errorf("%s: exp mode %s, got %+v %v", tc.in, tc.mode, w, err)
+		p, err := Parse(tc.mode, tc.allow)
+		if err != nil || p.String() != tc.exp {
+			t.Errorf("Parse(%q, %q): exp %q, got %q %v", tc.mode, tc.allow, tc.exp, p, err)
 		}
 	}
-	for _, in := range []string{`{"Mode":"open"}`, `{"mode":"open","x":1}`, `3`, `{"mode":3}`} {
-		var w client.NetworkPolicy
-		if err := json.Unmarshal([]byte(in), &w); err == nil {
-			t.Errorf("%s: exp an error, got %+v", in, w)
-		}
-	}
-	if _, err := Parse(client.NetworkPolicy{Mode: "open", Allow: []string{"a.test"}}); !errors.Is(err, ErrInvalid) {
+	if _, err := Parse("open", []string{"a.test"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("an allow list with mode open: exp ErrInvalid, got %v", err)
 	}
-	if _, err := Parse(client.NetworkPolicy{Mode: "wide"}); !errors.Is(err, ErrInvalid) {
+	if _, err := Parse("wide", nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("mode wide: exp ErrInvalid, got %v", err)
 	}
 }
 
 func mustPolicy(t *testing.T, mode string, allow ...string) Policy {
 	t.Helper()
-	p, err := Parse(client.NetworkPolicy{Mode: mode, Allow: allow})
+	p, err := Parse(mode, allow)
 	if err != nil {
 		t.Fatal(err)
 	}

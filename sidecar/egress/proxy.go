@@ -9,8 +9,6 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // flow is one connection through the proxy: a workspace's, and the one to
@@ -147,17 +145,17 @@ func (s *Service) handle(ctx context.Context, c *net.TCPConn) {
 
 	hook := s.cfg.TLS != nil && s.cfg.TLS.Wants(m.id)
 	switch {
-	case p.Mode == client.NetworkNone:
+	case p.Mode == ModeNone:
 		s.refuse(m, c, orig.String(), "network none")
 		return
-	case p.Mode == client.NetworkOpen && !hook:
+	case p.Mode == ModeOpen && !hook:
 		if r := s.check(p, orig, ""); r != nil {
 			s.refuse(m, c, orig.String(), r.rule)
 			return
 		}
 		s.pipe(ctx, m, f, orig, nil, "")
 		return
-	case p.Mode == client.NetworkAllow && !hook:
+	case p.Mode == ModeAllow && !hook:
 		if _, ok := p.MatchAddr(orig.Addr(), orig.Port()); ok {
 			if r := s.check(p, orig, ""); r != nil {
 				s.refuse(m, c, orig.String(), r.rule)
@@ -179,7 +177,7 @@ func (s *Service) handle(ctx context.Context, c *net.TCPConn) {
 	case n == 1 && first[0] >= 'A' && first[0] <= 'Z': // an HTTP method
 		s.handleHTTP(ctx, m, f, orig, first)
 	default:
-		if p.Mode == client.NetworkOpen {
+		if p.Mode == ModeOpen {
 			if r := s.check(p, orig, ""); r != nil {
 				s.refuse(m, c, orig.String(), r.rule)
 				return

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // testNet is a proxy on the loopback: workspaces connect to it directly
@@ -144,7 +142,7 @@ func (n *testNet) dial(src, dst string) net.Conn {
 
 func (n *testNet) set(mode string, allow ...string) {
 	n.t.Helper()
-	p, err := Parse(client.NetworkPolicy{Mode: mode, Allow: allow})
+	p, err := Parse(mode, allow)
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"time"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // maxHello bounds what is read (and kept to replay) while looking for a
@@ -67,7 +65,7 @@ func (s *Service) handleTLS(ctx context.Context, m *member, f *flow, orig netip.
 	sni, hello, replay := serverName(ctx, f.client, first)
 	p := s.policy(m)
 	if !hello {
-		if p.Mode == client.NetworkOpen {
+		if p.Mode == ModeOpen {
 			s.pipeChecked(ctx, m, f, p, orig, replay)
 			return
 		}
@@ -78,7 +76,7 @@ func (s *Service) handleTLS(ctx context.Context, m *member, f *flow, orig netip.
 	name, nameErr := normalName(sni, false)
 	dest := fmt.Sprintf("%s:%d (TLS, %s)", sni, orig.Port(), orig.Addr())
 	_, byAddr := p.MatchAddr(orig.Addr(), orig.Port())
-	if p.Mode == client.NetworkOpen || byAddr {
+	if p.Mode == ModeOpen || byAddr {
 		// By address: mode open, or an address rule that allows orig.
 		if r := s.check(p, orig, ""); r != nil {
 			s.refused(m, dest, r.rule)
@@ -95,7 +93,7 @@ func (s *Service) handleTLS(ctx context.Context, m *member, f *flow, orig netip.
 		return
 	}
 	switch {
-	case p.Mode != client.NetworkAllow:
+	case p.Mode != ModeAllow:
 		s.refused(m, dest, "network "+p.Mode)
 		reset(f.client)
 		return

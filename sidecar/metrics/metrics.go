@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
 // Source lists the workspaces (workspace.Manager does).
 type Source interface {
-	List() []client.Workspace
+	List() []workspace.Info
 }
 
 // Extras are figures a sidecar has when it has a warm pool or templates;
@@ -126,15 +126,15 @@ func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
 
 // State names a workspace's state as the console and metrics show it: an
 // idle-stopped workspace apart from one stopped by hand.
-func State(w client.Workspace) string {
-	if w.Status == client.StatusStopped && w.IdleStopped {
+func State(w workspace.Info) string {
+	if w.Status == workspace.StatusStopped && w.IdleStopped {
 		return "idle_stopped"
 	}
-	return w.Status
+	return string(w.Status)
 }
 
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
-	states := map[string]int{client.StatusRunning: 0, client.StatusStopped: 0, "idle_stopped": 0, client.StatusAdopting: 0}
+	states := map[string]int{string(workspace.StatusRunning): 0, string(workspace.StatusStopped): 0, "idle_stopped": 0, string(workspace.StatusAdopting): 0}
 	restarts, forwards, conns := 0, 0, 0
 	for _, w := range s.src.List() {
 		states[State(w)]++

@@ -3,12 +3,12 @@ package metrics
 import (
 	"testing"
 
-	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
-type workspaces []client.Workspace
+type workspaces []workspace.Info
 
-func (w workspaces) List() []client.Workspace { return w }
+func (w workspaces) List() []workspace.Info { return w }
 
 // gathered is every gauge or counter the registry gathers, by name (the
 // first series of each).
@@ -36,7 +36,7 @@ func gathered(t *testing.T, m *Metrics) map[string]float64 {
 // The warm pool's and the templates' figures are there when the sidecar
 // has them, and absent when it has not.
 func TestPoolAndTemplateFigures(t *testing.T) {
-	src := workspaces{{Status: client.StatusRunning}}
+	src := workspaces{{Status: workspace.StatusRunning}}
 	got := gathered(t, New(src, Extras{}))
 	for _, name := range []string{"patina_pool_ready", "patina_templates"} {
 		if _, ok := got[name]; ok {

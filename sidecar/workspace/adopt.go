@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -39,7 +38,7 @@ func (m *Manager) Adopt() (adopted <-chan struct{}) {
 			continue
 		}
 		w := newWorkspace(m, md)
-		w.status = client.StatusAdopting
+		w.status = StatusAdopting
 		m.register(w)
 		wss = append(wss, w)
 	}
@@ -131,7 +130,7 @@ func (w *workspace) adopt(ctx context.Context) {
 			notice = w.checkNote(ctx, r)
 		}
 	}
-	status := client.StatusStopped
+	status := StatusStopped
 	legacy := md.Format < formatAgent
 	if legacy {
 		// A workspace of the design before the agent: its container mounts
@@ -160,7 +159,7 @@ func (w *workspace) adopt(ctx context.Context) {
 				why = "its container cannot be inspected: " + err.Error()
 			}
 		case st.Running && why == "":
-			status = client.StatusRunning
+			status = StatusRunning
 		default:
 			if !md.Stopped && why == "" {
 				why = "its container exited " + st.Error
@@ -168,7 +167,7 @@ func (w *workspace) adopt(ctx context.Context) {
 		}
 	}
 	if !legacy && len(md.ObjectDirs) > 0 {
-		if status == client.StatusRunning {
+		if status == StatusRunning {
 			m.log.Warn("the workspace's container still mounts its repository's object directory; stop and start it to move it to object stores", "workspace_id", md.ID)
 			if notice == "" {
 				notice = movedNotice
@@ -177,7 +176,7 @@ func (w *workspace) adopt(ctx context.Context) {
 			m.log.Info("the workspace moves to object stores at its next start", "workspace_id", md.ID)
 		}
 	}
-	if status == client.StatusRunning {
+	if status == StatusRunning {
 		// Its container may be on the shared network of an older patina:
 		// it moves to this sidecar's, under its policy.
 		w.mu.Lock()
@@ -194,7 +193,7 @@ func (w *workspace) adopt(ctx context.Context) {
 	w.repo = repo
 	w.why, w.notice = why, notice
 	w.status = status
-	if status == client.StatusRunning {
+	if status == StatusRunning {
 		w.agent = w.newAgentClient()
 	}
 	w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
@@ -280,7 +279,7 @@ func (m *Manager) onContainerEvent(id, containerID, action string) {
 		return
 	}
 	w.mu.Lock()
-	busy := w.meta.Stopped || w.deleted || w.status == client.StatusAdopting || w.meta.ContainerID != containerID
+	busy := w.meta.Stopped || w.deleted || w.status == StatusAdopting || w.meta.ContainerID != containerID
 	w.mu.Unlock()
 	if !busy {
 		w.containerEvent(action)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/hostdir"
@@ -33,7 +32,7 @@ const (
 )
 
 // validateCreate checks a request and fills in the defaults.
-func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
+func (m *Manager) validateCreate(req *CreateRequest) error {
 	if req.Name != "" {
 		if err := worktree.ValidateName(req.Name); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -49,8 +48,8 @@ func (m *Manager) validateCreate(req *client.CreateWorkspaceRequest) error {
 	if err != nil {
 		return err
 	}
-	wire := pol.Wire()
-	req.Network = &wire
+	np := policyInfo(pol)
+	req.Network = &np
 	for k, v := range req.Env {
 		if !session.ValidEnvName(k) {
 			return fmt.Errorf("%w: env: %q is not a valid variable name", ErrInvalid, k)
@@ -108,17 +107,17 @@ func containsNUL(s string) bool {
 // Create makes a workspace: for a repository, its branch (patina/<name>,
 // at the base commit) and a directory for its files; its container; its
 // agent; and, inside, its own repository. A failure undoes what was done.
-func (m *Manager) Create(ctx context.Context, req client.CreateWorkspaceRequest) (client.Workspace, error) {
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	imageGiven := req.Image != ""
 	if err := m.validateCreate(&req); err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	if err := m.checkDisk(ctx, &req.DiskMB); err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	tpl, err := m.createTemplate(ctx, &req, imageGiven)
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	req.Template = tpl
 	if w, ok, err := m.takePooled(ctx, req); ok || err != nil {
@@ -145,24 +144,24 @@ type forkPlan struct {
 	grants []secrets.Grant
 }
 
-func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest, fork *forkPlan) (client.Workspace, error) {
+func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan) (Info, error) {
 	if req.Name == "" {
 		req.Name = "ws-" + randomHex(4)
 	}
 	if err := m.reserve(req.Name); err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	defer m.unreserve(req.Name)
 	// The image first: nothing to undo if it is missing.
 	if err := m.images.Ensure(ctx, req.Image); err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	var undo []func()
-	fail := func(err error) (client.Workspace, error) {
+	fail := func(err error) (Info, error) {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	cleanup := context.WithoutCancel(ctx)
 
@@ -300,7 +299,7 @@ func (m *Manager) create(ctx context.Context, req client.CreateWorkspaceRequest,
 		}
 	}
 	w.mu.Lock()
-	w.status = client.StatusRunning
+	w.status = StatusRunning
 	w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
 	w.mu.Unlock()
 	if err := w.save(ctx); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // Validate is the one check of an exec request, whichever adapter made
@@ -141,11 +140,11 @@ func (m *Manager) Wait(ctx context.Context, idOrName, sid, cid string) (session.
 	return res.ExecResult, w.explain(err)
 }
 
-// Signal sends a signal to a running command: one of client.Signals.
+// Signal sends a signal to a running command: one of Signals.
 func (m *Manager) Signal(ctx context.Context, idOrName, sid, cid, sig string) error {
-	name, ok := client.SignalName(sig)
+	name, ok := SignalName(sig)
 	if !ok {
-		return fmt.Errorf("%w: signal must be one of %s; got %q", ErrInvalid, strings.Join(client.Signals, ", "), sig)
+		return fmt.Errorf("%w: signal must be one of %s; got %q", ErrInvalid, strings.Join(Signals, ", "), sig)
 	}
 	if err := session.ValidateID(sid); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/sidecar/secrets"
 	"github.com/patina-dev/patina/worktree"
@@ -21,63 +20,63 @@ import (
 // options). Processes running in src are not carried. src keeps running
 // (its container is paused while it is committed) and is not changed; a
 // stopped src is forked as it was when it stopped.
-func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorkspaceRequest) (client.Workspace, error) {
+func (m *Manager) Fork(ctx context.Context, srcName string, req ForkRequest) (Info, error) {
 	src, err := m.ready(ctx, srcName)
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	// Under src's lifecycle lock: it is not started, stopped, deleted or
 	// merged while its state is copied.
 	unlock, err := src.lock(ctx)
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	defer unlock()
 	src.mu.Lock()
 	md, repo, c := src.meta, src.repo, src.agent
-	running := src.status == client.StatusRunning && c != nil
+	running := src.status == StatusRunning && c != nil
 	src.mu.Unlock()
 	if running {
 		// The fork's sessions start from their snapshots: make them current.
 		if err := c.FlushSnapshots(ctx); err != nil {
-			return client.Workspace{}, src.explain(err)
+			return Info{}, src.explain(err)
 		}
 	}
 	if p, ok := m.eng.(placer); ok && p.Places() {
-		return client.Workspace{}, fmt.Errorf("%w: fork on a cluster (--engine swarm): the workspace's container and volumes are on another node's engine", ErrUnsupported)
+		return Info{}, fmt.Errorf("%w: fork on a cluster (--engine swarm): the workspace's container and volumes are on another node's engine", ErrUnsupported)
 	}
 	if md.Format < formatAgent {
-		return client.Workspace{}, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
+		return Info{}, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
 	}
 	if md.Repo != "" && repo == nil {
-		return client.Workspace{}, fmt.Errorf("%w: the repository of workspace %s cannot be opened", ErrInvalid, md.Name)
+		return Info{}, fmt.Errorf("%w: the repository of workspace %s cannot be opened", ErrInvalid, md.Name)
 	}
 	base := ""
 	if repo != nil {
 		if running {
 			st, err := c.GitState(ctx)
 			if err != nil {
-				return client.Workspace{}, src.explain(err)
+				return Info{}, src.explain(err)
 			}
 			if st.Head != "" {
 				if _, err := repo.Record(ctx, md.ID, worktree.RecordRequest{Head: st.Head, Source: agentSource{c}}); err != nil {
-					return client.Workspace{}, err
+					return Info{}, err
 				}
 			}
 		}
 		wt, err := repo.Get(ctx, md.ID)
 		if err != nil {
-			return client.Workspace{}, err
+			return Info{}, err
 		}
 		base = wt.Head
 		if base == "" {
 			base = md.BaseCommit
 		}
 	}
-	netw := md.policy().Wire()
+	netw := policyInfo(md.policy())
 	// Its secret environment comes along (its sessions' state holds it
 	// anyway); its secrets only when asked.
-	creq := client.CreateWorkspaceRequest{
+	creq := CreateRequest{
 		Name: req.Name, Repo: md.Repo, Base: base, Image: md.Image, Env: md.Env, SecretEnv: md.SecretEnv,
 		MemoryMB: md.MemoryMB, CPUs: md.CPUs, PidsLimit: md.PidsLimit, Network: &netw, IdleStop: md.IdleStop,
 	}
@@ -89,7 +88,7 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 		}
 	}
 	if err := m.validateCreate(&creq); err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	creq.DiskMB = md.DiskMB // a clone of the source's disk, or none as it has none
 	target := ""
@@ -121,7 +120,7 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req client.ForkWorks
 	}}
 	ws, err := m.create(ctx, creq, plan)
 	if err != nil {
-		return client.Workspace{}, fmt.Errorf("fork workspace %s: %w", md.Name, err)
+		return Info{}, fmt.Errorf("fork workspace %s: %w", md.Name, err)
 	}
 	m.log.Info("workspace forked", "from", md.ID, "workspace_id", ws.ID, "name", ws.Name)
 	return ws, nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -46,10 +45,10 @@ func (w *workspace) changeLocked(ctx context.Context, change func(context.Contex
 // Stop stops the workspace's container; its files, repository, notes and
 // sessions' state stay (Start revives them). The sessions' history stays
 // readable while it is stopped.
-func (m *Manager) Stop(ctx context.Context, idOrName string) (client.Workspace, error) {
+func (m *Manager) Stop(ctx context.Context, idOrName string) (Info, error) {
 	w, err := m.lifecycle(ctx, idOrName, (*workspace).stop)
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	return w.view(), nil
 }
@@ -68,7 +67,7 @@ func (w *workspace) stopWhy(ctx context.Context, idleWhy string) error {
 	w.meta.Stopped = true
 	w.meta.IdleStopped = false // set again, with the status, once stopped
 	w.mu.Unlock()
-	if c != nil && status == client.StatusRunning {
+	if c != nil && status == StatusRunning {
 		w.saveCache(ctx, c)
 	}
 	w.closeAgent()
@@ -77,7 +76,7 @@ func (w *workspace) stopWhy(ctx context.Context, idleWhy string) error {
 	}
 	m.cfg.Network.Forget(w.id())
 	w.mu.Lock()
-	w.status = client.StatusStopped
+	w.status = StatusStopped
 	w.why = idleWhy
 	w.meta.IdleStopped = idleWhy != ""
 	w.mu.Unlock()
@@ -103,10 +102,10 @@ func (w *workspace) closeAgent() {
 // was removed: its volumes keep the sessions and a scratch workspace's
 // files), a legacy workspace migrated first; its agent; each session a new
 // shell with the state it had.
-func (m *Manager) Start(ctx context.Context, idOrName string) (client.Workspace, error) {
+func (m *Manager) Start(ctx context.Context, idOrName string) (Info, error) {
 	w, err := m.lifecycle(ctx, idOrName, (*workspace).start)
 	if err != nil {
-		return client.Workspace{}, fmt.Errorf("start workspace: %w", err)
+		return Info{}, fmt.Errorf("start workspace: %w", err)
 	}
 	return w.view(), nil
 }
@@ -193,7 +192,7 @@ func (w *workspace) start(ctx context.Context) error {
 		m.log.Warn("revive sessions", "workspace_id", md.ID, "err", err)
 	}
 	w.mu.Lock()
-	w.status = client.StatusRunning
+	w.status = StatusRunning
 	w.why = ""
 	w.meta.Stopped = false
 	if w.log == nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -134,9 +133,9 @@ func (m *Manager) lookup(idOrName string) (*workspace, error) {
 }
 
 // List describes every workspace, oldest first.
-func (m *Manager) List() []client.Workspace {
+func (m *Manager) List() []Info {
 	wss := m.all()
-	out := make([]client.Workspace, 0, len(wss))
+	out := make([]Info, 0, len(wss))
 	for _, w := range wss {
 		if !w.isPooled() {
 			out = append(out, w.view())
@@ -152,10 +151,10 @@ func (m *Manager) List() []client.Workspace {
 }
 
 // Get describes one workspace.
-func (m *Manager) Get(idOrName string) (client.Workspace, error) {
+func (m *Manager) Get(idOrName string) (Info, error) {
 	w, err := m.lookup(idOrName)
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	return w.view(), nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/hostdir"
 )
 
@@ -56,11 +55,11 @@ func TestLifecycle(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
-	ws, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "life"})
+	ws, err := m.Create(ctx, CreateRequest{Name: "life"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ws.Status != client.StatusRunning || ws.Agent == nil || !ws.Agent.Connected || ws.Agent.Restarts != 0 {
+	if ws.Status != StatusRunning || ws.Agent == nil || !ws.Agent.Connected || ws.Agent.Restarts != 0 {
 		t.Fatalf("created: %+v %+v", ws, ws.Agent)
 	}
 	out(t, m, "life", "default", "echo data > file; cd /tmp; export KEEP=1")
@@ -109,7 +108,7 @@ func TestAdopt(t *testing.T) {
 	dir := t.TempDir()
 	m := newManager(t, eng, dir)
 	ctx := context.Background()
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "adopt"}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "adopt"}); err != nil {
 		t.Fatal(err)
 	}
 	out(t, m, "adopt", "default", "cd /tmp; export A=1")
@@ -143,8 +142,8 @@ func TestAdoptionDoesNotBlockOthers(t *testing.T) {
 	dir := t.TempDir()
 	m := newManager(t, eng, dir)
 	ctx := context.Background()
-	stuck, _ := m.Create(ctx, client.CreateWorkspaceRequest{Name: "stuck"})
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "fine"}); err != nil {
+	stuck, _ := m.Create(ctx, CreateRequest{Name: "stuck"})
+	if _, err := m.Create(ctx, CreateRequest{Name: "fine"}); err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
@@ -156,7 +155,7 @@ func TestAdoptionDoesNotBlockOthers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ws, _ := m2.Get("fine")
-		if ws.Status == client.StatusRunning {
+		if ws.Status == StatusRunning {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -164,7 +163,7 @@ func TestAdoptionDoesNotBlockOthers(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if ws, _ := m2.Get("stuck"); ws.Status != client.StatusAdopting {
+	if ws, _ := m2.Get("stuck"); ws.Status != StatusAdopting {
 		t.Fatalf("exp adopting, got %+v", ws)
 	}
 	if got := out(t, m2, "fine", "default", "echo ok"); got != "ok\n" {
@@ -188,7 +187,7 @@ func TestAgentRestart(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
-	ws, _ := m.Create(ctx, client.CreateWorkspaceRequest{Name: "ag"})
+	ws, _ := m.Create(ctx, CreateRequest{Name: "ag"})
 	out(t, m, "ag", "default", "export X=1")
 	eng.killAgent(ws.ID)
 	if got := out(t, m, "ag", "default", "echo $X"); got != "1\n" {
@@ -214,11 +213,11 @@ func TestHostileAgent(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
-	bad, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "bad"})
+	bad, err := m.Create(ctx, CreateRequest{Name: "bad"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "good"}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "good"}); err != nil {
 		t.Fatal(err)
 	}
 	eng.mu.Lock()
@@ -242,7 +241,7 @@ func TestContainerRemovedBehindBack(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
-	ws, _ := m.Create(ctx, client.CreateWorkspaceRequest{Name: "gone"})
+	ws, _ := m.Create(ctx, CreateRequest{Name: "gone"})
 	out(t, m, "gone", "default", "cd /usr; export K=1")
 	time.Sleep(100 * time.Millisecond)
 	eng.removeBehindBack(ws.ID)
@@ -260,7 +259,7 @@ func TestContainerRemovedBehindBack(t *testing.T) {
 
 func TestValidateCreate(t *testing.T) {
 	m := newManager(t, newFakeEngine(t), t.TempDir())
-	for name, req := range map[string]client.CreateWorkspaceRequest{
+	for name, req := range map[string]CreateRequest{
 		"memory overflow":              {MemoryMB: 1 << 44},
 		"memory too low":               {MemoryMB: 3},
 		"tiny cpus":                    {CPUs: 1e-12},
@@ -269,8 +268,8 @@ func TestValidateCreate(t *testing.T) {
 		"huge pids":                    {PidsLimit: 1 << 40},
 		"odd image":                    {Image: "-rf"},
 		"image with ..":                {Image: "a/../b"},
-		"bad network":                  {Network: &client.NetworkPolicy{Mode: "host"}},
-		"bad allow entry":              {Network: &client.NetworkPolicy{Mode: "allow", Allow: []string{"a b"}}},
+		"bad network":                  {Network: &NetworkPolicy{Mode: "host"}},
+		"bad allow entry":              {Network: &NetworkPolicy{Mode: "allow", Allow: []string{"a b"}}},
 		"bad name":                     {Name: "a..b"},
 		"base, no repo":                {Base: "main"},
 		"relative repo":                {Repo: "x"},
@@ -288,12 +287,12 @@ func TestValidateCreate(t *testing.T) {
 // default and refuses the others, saying why.
 func TestNetworkNotEnforced(t *testing.T) {
 	m := newManager(t, newFakeEngine(t), t.TempDir())
-	req := client.CreateWorkspaceRequest{}
-	if err := m.validateCreate(&req); err != nil || req.Network == nil || req.Network.Mode != client.NetworkNone {
+	req := CreateRequest{}
+	if err := m.validateCreate(&req); err != nil || req.Network == nil || req.Network.Mode != NetworkNone {
 		t.Fatalf("exp network none by default, got %+v %v", req.Network, err)
 	}
-	for _, mode := range []string{client.NetworkOpen, client.NetworkAllow} {
-		req := client.CreateWorkspaceRequest{Network: &client.NetworkPolicy{Mode: mode}}
+	for _, mode := range []string{NetworkOpen, NetworkAllow} {
+		req := CreateRequest{Network: &NetworkPolicy{Mode: mode}}
 		if err := m.validateCreate(&req); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "cannot be enforced") {
 			t.Errorf("%s: exp ErrUnsupported saying why, got %v", mode, err)
 		}
@@ -312,7 +311,7 @@ func TestPlacement(t *testing.T) {
 	for _, ok := range [][]string{
 		{"node.role==worker"}, {"node.labels.gpu==1", "node.hostname!=a-b.c"}, {"node.id == abc123"}, {"engine.labels.zone==eu-1"},
 	} {
-		if err := m.validateCreate(&client.CreateWorkspaceRequest{Placement: ok}); err != nil {
+		if err := m.validateCreate(&CreateRequest{Placement: ok}); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
@@ -320,7 +319,7 @@ func TestPlacement(t *testing.T) {
 		{"node.role==worker; rm -rf /"}, {"rm"}, {"node.labels.x=~y"}, {"node.role=="}, {"container.x==1"},
 		{"node.labels." + strings.Repeat("x", 300) + "==1"}, make([]string, 17),
 	} {
-		if err := m.validateCreate(&client.CreateWorkspaceRequest{Placement: bad}); !errors.Is(err, ErrInvalid) {
+		if err := m.validateCreate(&CreateRequest{Placement: bad}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%q: exp ErrInvalid, got %v", bad, err)
 		}
 	}
@@ -352,7 +351,7 @@ func TestGitFlow(t *testing.T) {
 	m := newManager(t, eng, dir)
 	ctx := context.Background()
 	repo := gitRepo(t)
-	ws, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "g", Repo: repo})
+	ws, err := m.Create(ctx, CreateRequest{Name: "g", Repo: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +436,7 @@ func TestFiles(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "f"}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "f"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.WriteFile(ctx, "f", "d/x.txt", strings.NewReader("hi")); err != nil {

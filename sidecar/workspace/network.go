@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/egress"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -37,28 +36,28 @@ func (noNetwork) Forget(string) {}
 // policy is the workspace's policy as recorded (the mode "bridge" of older
 // records is "open").
 func (md meta) policy() egress.Policy {
-	p, err := egress.Parse(client.NetworkPolicy{Mode: md.Network, Allow: md.NetworkAllow})
+	p, err := egress.Parse(md.Network, md.NetworkAllow)
 	if err != nil {
-		return egress.Policy{Mode: client.NetworkNone} // a record patina did not write: nothing
+		return egress.Policy{Mode: NetworkNone} // a record patina did not write: nothing
 	}
 	return p
 }
 
 // parseNetwork checks a requested policy; nil is the default (open where
 // it can be enforced, else none).
-func (m *Manager) parseNetwork(req *client.NetworkPolicy) (egress.Policy, error) {
+func (m *Manager) parseNetwork(req *NetworkPolicy) (egress.Policy, error) {
 	why := m.cfg.Network.Enforced()
 	if req == nil {
 		if why != "" {
-			return egress.Policy{Mode: client.NetworkNone}, nil
+			return egress.Policy{Mode: NetworkNone}, nil
 		}
-		return egress.Policy{Mode: client.NetworkOpen}, nil
+		return egress.Policy{Mode: NetworkOpen}, nil
 	}
-	p, err := egress.Parse(*req)
+	p, err := egress.Parse(req.Mode, req.Allow)
 	if err != nil {
 		return egress.Policy{}, fmt.Errorf("%w: network: %v", ErrInvalid, strings.TrimPrefix(err.Error(), egress.ErrInvalid.Error()+": "))
 	}
-	if p.Mode != client.NetworkNone && why != "" {
+	if p.Mode != NetworkNone && why != "" {
 		return egress.Policy{}, fmt.Errorf("%w: network %s cannot be enforced by this sidecar (%s): only network none is available", ErrUnsupported, p.Mode, why)
 	}
 	return p, nil
@@ -71,11 +70,11 @@ func (w *workspace) applyNetwork(ctx context.Context) error {
 	md := w.meta
 	w.mu.Unlock()
 	p := md.policy()
-	if why := w.m.cfg.Network.Enforced(); why != "" && p.Mode != client.NetworkNone {
+	if why := w.m.cfg.Network.Enforced(); why != "" && p.Mode != NetworkNone {
 		w.mu.Lock()
 		w.notice = fmt.Sprintf("its network policy (%s) cannot be enforced by this sidecar (%s): it is held to network none where the engine allows (on a swarm, recreate it); set network none, or run the sidecar where it can enforce the policy", p.Mode, why)
 		w.mu.Unlock()
-		p = egress.Policy{Mode: client.NetworkNone}
+		p = egress.Policy{Mode: NetworkNone}
 	}
 	if err := w.m.cfg.Network.Apply(ctx, md.ID, md.ContainerID, p); err != nil {
 		return fmt.Errorf("apply the workspace's network policy: %w", err)
@@ -87,10 +86,10 @@ func (w *workspace) applyNetwork(ctx context.Context) error {
 // connections it no longer allows are cut at once. With narrow, a policy
 // that allows anything the current one does not is refused (what an agent
 // may ask for itself).
-func (m *Manager) SetNetwork(ctx context.Context, idOrName string, req client.NetworkPolicy, narrow bool) (client.Workspace, error) {
+func (m *Manager) SetNetwork(ctx context.Context, idOrName string, req NetworkPolicy, narrow bool) (Info, error) {
 	p, err := m.parseNetwork(&req)
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	w, err := m.lifecycle(ctx, idOrName, func(w *workspace, ctx context.Context) error {
 		w.mu.Lock()
@@ -101,11 +100,10 @@ func (m *Manager) SetNetwork(ctx context.Context, idOrName string, req client.Ne
 				return fmt.Errorf("%w: %v", ErrInvalid, err)
 			}
 		}
-		wire := p.Wire()
 		w.mu.Lock()
 		prev, prevAllow := w.meta.Network, w.meta.NetworkAllow
-		w.meta.Network, w.meta.NetworkAllow = wire.Mode, wire.Allow
-		running := w.status == client.StatusRunning
+		w.meta.Network, w.meta.NetworkAllow = p.Mode, p.AllowList()
+		running := w.status == StatusRunning
 		w.mu.Unlock()
 		if running {
 			if err := w.applyNetwork(ctx); err != nil {
@@ -116,11 +114,11 @@ func (m *Manager) SetNetwork(ctx context.Context, idOrName string, req client.Ne
 				return err
 			}
 		}
-		w.logEvent(worktree.Event{Kind: "network", Message: "network policy: " + wire.String()})
+		w.logEvent(worktree.Event{Kind: "network", Message: "network policy: " + p.String()})
 		return w.save(ctx)
 	})
 	if err != nil {
-		return client.Workspace{}, err
+		return Info{}, err
 	}
 	return w.view(), nil
 }

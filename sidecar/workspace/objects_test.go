@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/internal/syncbuf"
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // gitOut runs git in dir and returns its trimmed output.
@@ -106,7 +105,7 @@ func TestObjectStores(t *testing.T) {
 	base := gitOut(t, repo, "rev-parse", "main")
 
 	for _, n := range []string{"one", "two"} {
-		if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: n, Repo: repo}); err != nil {
+		if _, err := m.Create(ctx, CreateRequest{Name: n, Repo: repo}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,7 +137,7 @@ func TestObjectStores(t *testing.T) {
 
 	// The user moves on: a workspace of the new base extends the store.
 	next := userCommit(t, repo, "b.txt", "b\n")
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "three", Repo: repo}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "three", Repo: repo}); err != nil {
 		t.Fatal(err)
 	}
 	three := recordOf(t, m, "three")
@@ -182,11 +181,11 @@ func TestObjectStoreMadeAgain(t *testing.T) {
 	ctx := context.Background()
 	repo := gitRepo(t)
 	userCommit(t, repo, "a.txt", "a\n")
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "w", Repo: repo}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "w", Repo: repo}); err != nil {
 		t.Fatal(err)
 	}
 	userCommit(t, repo, "b.txt", "b\n")
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "x", Repo: repo}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "x", Repo: repo}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Delete(ctx, "w", false); err != nil {
@@ -269,7 +268,7 @@ func TestObjectStoreConcurrentCreates(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = m.Create(ctx, client.CreateWorkspaceRequest{Name: "c" + string(rune('0'+i)), Repo: repo})
+			_, errs[i] = m.Create(ctx, CreateRequest{Name: "c" + string(rune('0'+i)), Repo: repo})
 		}()
 	}
 	wg.Wait()
@@ -301,7 +300,7 @@ func TestObjectStoreOldRecordMoves(t *testing.T) {
 	ctx := context.Background()
 	repo := gitRepo(t)
 	userCommit(t, repo, "a.txt", "a\n")
-	if _, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "old", Repo: repo}); err != nil {
+	if _, err := m.Create(ctx, CreateRequest{Name: "old", Repo: repo}); err != nil {
 		t.Fatal(err)
 	}
 	md := recordOf(t, m, "old")
@@ -333,7 +332,7 @@ func TestObjectStoreOldRecordMoves(t *testing.T) {
 
 	m2 := newManager(t, eng, state)
 	<-m2.Adopt()
-	if w, _ := m2.Get("old"); w.Status != client.StatusRunning || w.Notice != movedNotice {
+	if w, _ := m2.Get("old"); w.Status != StatusRunning || w.Notice != movedNotice {
 		t.Fatalf("exp the running old workspace kept and told of, got %+v", w)
 	}
 	if got := out(t, m2, "old", "default", "cd "+md.Worktree+" && git log --format=%s -1"); got != "inside\n" {

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/worktree"
 )
 
@@ -140,7 +139,7 @@ func (p *pool) kick() {
 func (m *Manager) createPooled() (*workspace, error) {
 	ctx, cancel := context.WithTimeout(context.WithValue(m.bg, pooledKey{}, true), lifecycleTimeout)
 	defer cancel()
-	req := client.CreateWorkspaceRequest{Name: "pool-" + randomHex(6)}
+	req := CreateRequest{Name: "pool-" + randomHex(6)}
 	if err := m.validateCreate(&req); err != nil {
 		return nil, err
 	}
@@ -162,11 +161,11 @@ func (m *Manager) createPooled() (*workspace, error) {
 
 // takePooled gives a create a pooled workspace when its settings are
 // exactly a pooled one's (ok false: create one).
-func (m *Manager) takePooled(ctx context.Context, req client.CreateWorkspaceRequest) (client.Workspace, bool, error) {
+func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool, error) {
 	p := m.pool
 	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Env) > 0 || len(req.SecretEnv) > 0 ||
 		len(req.Secrets) > 0 || req.IdleStop != "" || len(req.Placement) > 0 || (req.Network != nil && len(req.Network.Allow) > 0) {
-		return client.Workspace{}, false, nil
+		return Info{}, false, nil
 	}
 	var w *workspace
 	p.mu.Lock()
@@ -183,7 +182,7 @@ func (m *Manager) takePooled(ctx context.Context, req client.CreateWorkspaceRequ
 	}
 	p.mu.Unlock()
 	if w == nil {
-		return client.Workspace{}, false, nil
+		return Info{}, false, nil
 	}
 	defer p.kick()
 	name := req.Name
@@ -192,7 +191,7 @@ func (m *Manager) takePooled(ctx context.Context, req client.CreateWorkspaceRequ
 	}
 	if err := m.reserve(name); err != nil {
 		m.discardPooled(w) // taken out: never back in
-		return client.Workspace{}, true, err
+		return Info{}, true, err
 	}
 	defer m.unreserve(name)
 	err := w.changeLocked(ctx, func(ctx context.Context) error {
@@ -215,7 +214,7 @@ func (m *Manager) takePooled(ctx context.Context, req client.CreateWorkspaceRequ
 	})
 	if err != nil {
 		m.discardPooled(w)
-		return client.Workspace{}, true, err
+		return Info{}, true, err
 	}
 	m.poolTaken.Add(1)
 	w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s, from the warm pool)", name, w.meta.Image)})

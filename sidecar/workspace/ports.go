@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent/wire"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/mux"
 )
 
@@ -50,8 +49,8 @@ type forward struct {
 	conns  atomic.Int32
 }
 
-func (f *forward) view() client.PortForward {
-	return client.PortForward{
+func (f *forward) view() PortForward {
+	return PortForward{
 		Port: f.rec.Port, Address: f.addr, URL: "http://" + f.addr + "/",
 		Connections: int(f.conns.Load()), CreatedAt: f.rec.CreatedAt,
 	}
@@ -66,20 +65,17 @@ func (f *forward) close() {
 // sidecar's host (Config.PortHost, loopback by default). It checks first
 // that something listens there (wire.ErrNotListening if not). Forwarding a
 // port again returns the forward as it is (created false).
-func (m *Manager) ForwardPort(ctx context.Context, idOrName string, req client.ForwardPortRequest) (client.PortForward, bool, error) {
-	if err := wire.ValidPort(req.Port); err != nil {
-		return client.PortForward{}, false, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if req.HostPort < 0 || req.HostPort > 65535 {
-		return client.PortForward{}, false, fmt.Errorf("%w: host_port must be between 1 and 65535 (0: any free port), got %d", ErrInvalid, req.HostPort)
+func (m *Manager) ForwardPort(ctx context.Context, idOrName string, req ForwardPortRequest) (PortForward, bool, error) {
+	if err := req.Validate(); err != nil {
+		return PortForward{}, false, err
 	}
 	w, ag, err := m.agentFor(ctx, idOrName)
 	if err != nil {
-		return client.PortForward{}, false, err
+		return PortForward{}, false, err
 	}
 	unlock, err := w.lock(ctx)
 	if err != nil {
-		return client.PortForward{}, false, err
+		return PortForward{}, false, err
 	}
 	defer unlock()
 	w.mu.Lock()
@@ -87,37 +83,37 @@ func (m *Manager) ForwardPort(ctx context.Context, idOrName string, req client.F
 	w.mu.Unlock()
 	if f != nil {
 		if req.HostPort != 0 && req.HostPort != f.rec.HostPort {
-			return client.PortForward{}, false, fmt.Errorf("%w: port %d of workspace %s is forwarded at %s already: close that forward first to move it to another host port", ErrExists, req.Port, w.name(), f.addr)
+			return PortForward{}, false, fmt.Errorf("%w: port %d of workspace %s is forwarded at %s already: close that forward first to move it to another host port", ErrExists, req.Port, w.name(), f.addr)
 		}
 		return f.view(), false, nil
 	}
 	if n >= MaxForwards {
-		return client.PortForward{}, false, fmt.Errorf("%w: workspace %s forwards %d ports, the most it may", ErrInvalid, w.name(), MaxForwards)
+		return PortForward{}, false, fmt.Errorf("%w: workspace %s forwards %d ports, the most it may", ErrInvalid, w.name(), MaxForwards)
 	}
 	// Something must listen now: a clear error beats a listener whose
 	// every connection closes at once.
 	t, err := ag.DialPort(ctx, req.Port)
 	if err != nil {
-		return client.PortForward{}, false, w.explain(err)
+		return PortForward{}, false, w.explain(err)
 	}
 	t.Close()
 	f, err = w.listen(portRecord{Port: req.Port, HostPort: req.HostPort, CreatedAt: time.Now().UTC()})
 	if err != nil {
-		return client.PortForward{}, false, err
+		return PortForward{}, false, err
 	}
 	w.mu.Lock()
 	w.meta.Ports = append(w.meta.Ports, f.rec)
 	w.mu.Unlock()
 	if err := w.save(ctx); err != nil {
 		w.dropForward(req.Port)
-		return client.PortForward{}, false, err
+		return PortForward{}, false, err
 	}
 	m.log.Info("port forwarded", "workspace_id", w.id(), "port", req.Port, "address", f.addr)
 	return f.view(), true, nil
 }
 
 // Ports lists a workspace's forwarded ports, by port.
-func (m *Manager) Ports(ctx context.Context, idOrName string) ([]client.PortForward, error) {
+func (m *Manager) Ports(ctx context.Context, idOrName string) ([]PortForward, error) {
 	w, err := m.ready(ctx, idOrName)
 	if err != nil {
 		return nil, err
@@ -125,11 +121,11 @@ func (m *Manager) Ports(ctx context.Context, idOrName string) ([]client.PortForw
 	return w.ports(), nil
 }
 
-func (w *workspace) ports() []client.PortForward {
+func (w *workspace) ports() []PortForward {
 	if p := w.view().Ports; p != nil {
 		return p
 	}
-	return []client.PortForward{}
+	return []PortForward{}
 }
 
 // ClosePort stops forwarding a port: its listener closes, and so does

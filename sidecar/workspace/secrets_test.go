@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/agent/wire"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/egress"
 	"github.com/patina-dev/patina/sidecar/secrets"
 )
@@ -56,7 +55,7 @@ func TestSecretsGrant(t *testing.T) {
 	}
 	m := newSecretsManager(t, eng, dir, vault)
 	ctx := context.Background()
-	for name, req := range map[string]client.CreateWorkspaceRequest{
+	for name, req := range map[string]CreateRequest{
 		"unknown secret":          {Secrets: []string{"NOPE"}},
 		"twice":                   {Secrets: []string{"GH", "GH"}},
 		"secret named like env":   {Secrets: []string{"GH"}, Env: map[string]string{"GH": "x"}},
@@ -70,7 +69,7 @@ func TestSecretsGrant(t *testing.T) {
 			t.Errorf("%s: exp ErrInvalid, got %v", name, err)
 		}
 	}
-	ws, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "sec", Secrets: []string{"GH"},
+	ws, err := m.Create(ctx, CreateRequest{Name: "sec", Secrets: []string{"GH"},
 		SecretEnv: map[string]string{"TOKEN": secretEnvValue}, Env: map[string]string{"PLAIN": "1"}})
 	if err != nil {
 		t.Fatal(err)

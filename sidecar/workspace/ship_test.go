@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/patina-dev/patina/sidecar/client"
 )
 
 // A repository workspace on an engine that is not on this host: no host
@@ -21,7 +19,7 @@ func TestShippedGitFlow(t *testing.T) {
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
 	repo := gitRepo(t)
-	ws, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "far", Repo: repo})
+	ws, err := m.Create(ctx, CreateRequest{Name: "far", Repo: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +75,7 @@ func TestShippedHostileAgent(t *testing.T) {
 	m := newManager(t, eng, t.TempDir())
 	ctx := context.Background()
 	repo := gitRepo(t)
-	ws, err := m.Create(ctx, client.CreateWorkspaceRequest{Name: "wreck", Repo: repo})
+	ws, err := m.Create(ctx, CreateRequest{Name: "wreck", Repo: repo})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"path"
 
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/template"
 	"github.com/patina-dev/patina/worktree"
 )
@@ -24,17 +23,12 @@ const maxDockerfileBytes = 1 << 20
 
 // BuildTemplate makes a repository's template (or finds the one its
 // content made), sending the build's output to progress.
-func (m *Manager) BuildTemplate(ctx context.Context, req client.BuildTemplateRequest, progress io.Writer) (template.Template, error) {
+func (m *Manager) BuildTemplate(ctx context.Context, req BuildTemplateRequest, progress io.Writer) (template.Template, error) {
 	if m.cfg.Templates == nil {
 		return template.Template{}, fmt.Errorf("%w: this sidecar makes no templates", ErrUnsupported)
 	}
-	if req.Repo == "" {
-		return template.Template{}, fmt.Errorf("%w: repo is required: the repository whose devcontainer.json or Dockerfile makes the template", ErrInvalid)
-	}
-	if req.Name != "" {
-		if err := template.ValidName(req.Name); err != nil {
-			return template.Template{}, err
-		}
+	if err := req.Validate(); err != nil {
+		return template.Template{}, err
 	}
 	src, ok, err := m.templateSource(ctx, req.Repo, req.Base, req.Dockerfile)
 	if err != nil {
@@ -138,7 +132,7 @@ func (m *Manager) templateSource(ctx context.Context, repoPath, base, dockerfile
 // repository that names no image, the one its devcontainer.json (or the
 // Dockerfile named) makes. It sets the request's image and adds the
 // template's environment under the request's own.
-func (m *Manager) createTemplate(ctx context.Context, req *client.CreateWorkspaceRequest, imageGiven bool) (string, error) {
+func (m *Manager) createTemplate(ctx context.Context, req *CreateRequest, imageGiven bool) (string, error) {
 	if req.Template != "" && (imageGiven || req.Dockerfile != "") {
 		return "", fmt.Errorf("%w: template names the image: give template, image or dockerfile, not several", ErrInvalid)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
-	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/engine"
 	"github.com/patina-dev/patina/worktree"
@@ -37,7 +36,7 @@ type workspace struct {
 	meta    meta
 	repo    *worktree.Repo
 	agent   *agent.Client
-	status  string
+	status  Status
 	why     string // why it is stopped, when nobody asked
 	notice  string // something the owner should know
 	deleted bool
@@ -130,7 +129,7 @@ func (w *workspace) runningErr() error {
 	switch {
 	case w.deleted:
 		return fmt.Errorf("%w: workspace %s was deleted", ErrNotFound, w.meta.Name)
-	case w.status != client.StatusRunning || w.agent == nil:
+	case w.status != StatusRunning || w.agent == nil:
 		return w.stoppedErrLocked()
 	}
 	return nil
@@ -156,7 +155,7 @@ func (w *workspace) client() (*agent.Client, error) {
 }
 
 // view is the workspace's API description.
-func (w *workspace) view() client.Workspace {
+func (w *workspace) view() Info {
 	v := w.viewOfRecord()
 	if v.DiskMB > 0 && w.m.cfg.Disks != nil {
 		if u, err := w.m.cfg.Disks.Usage(v.ID); err == nil {
@@ -168,11 +167,11 @@ func (w *workspace) view() client.Workspace {
 }
 
 // viewOfRecord is the API description from what the sidecar holds.
-func (w *workspace) viewOfRecord() client.Workspace {
+func (w *workspace) viewOfRecord() Info {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	md := w.meta
-	v := client.Workspace{
+	v := Info{
 		ID:          md.ID,
 		Name:        md.Name,
 		Branch:      md.Branch,
@@ -185,7 +184,7 @@ func (w *workspace) viewOfRecord() client.Workspace {
 		Notice:      w.notice,
 		Image:       md.Image,
 		Template:    md.Template,
-		Network:     md.policy().Wire(),
+		Network:     policyInfo(md.policy()),
 		MemoryMB:    md.MemoryMB,
 		CPUs:        md.CPUs,
 		PidsLimit:   md.PidsLimit,
@@ -195,7 +194,7 @@ func (w *workspace) viewOfRecord() client.Workspace {
 		CreatedAt:   md.CreatedAt,
 	}
 	if w.agent != nil || w.ag.restarts > 0 || w.ag.err != "" {
-		a := &client.AgentStatus{
+		a := &AgentInfo{
 			Connected: w.agent != nil && w.agent.Connected(),
 			PID:       w.ag.hello.PID,
 			Version:   w.ag.hello.Version,
@@ -276,7 +275,7 @@ func (w *workspace) markStopped(why string) {
 	}
 	// Docker reports "die" before "destroy": the later, more precise
 	// reason wins.
-	w.status = client.StatusStopped
+	w.status = StatusStopped
 	w.why = why
 	w.m.log.Warn("workspace stopped behind patina's back", "workspace_id", w.meta.ID, "why", why)
 }
@@ -294,7 +293,7 @@ func (w *workspace) containerEvent(action string) {
 			defer cancel()
 			if st, err := w.m.eng.Inspect(ctx, w.containerID()); err == nil && !st.Running && st.Error != "" {
 				w.mu.Lock()
-				if w.status == client.StatusStopped && w.why == "its container exited" {
+				if w.status == StatusStopped && w.why == "its container exited" {
 					w.why = exitedWhy(st)
 				}
 				w.mu.Unlock()
