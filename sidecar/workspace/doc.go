@@ -3,17 +3,21 @@
 // sessions (through the agent), their files (through the agent) and, for a
 // repository workspace, their git state (package worktree on the host, the
 // workspace's own repository inside). Manager is the API the HTTP adapter
-// (package sidecar) calls; it still speaks the API's wire types
-// (sidecar/client) for workspaces and their requests, and session's for
-// results.
+// (package sidecar) calls; it speaks its own values for workspaces and
+// their requests (Info, CreateRequest, ForkRequest, NetworkPolicy,
+// PortForward, ...), which the adapter translates to and from the API's
+// wire types once (sidecar/wire_workspace.go), and session's for results.
 //
 // Its boundaries: an engine is reached only through Engine, in
 // sidecar/engine's values (this package imports no engine's package:
-// TestImportsNoEnginePackage); the agent through package agent, its
-// protocol being sidecar/agent/wire; every failure the adapters see is
-// one of this package's kinds (Kind: ErrInvalid, ErrNotFound, ErrBusy,
-// ErrConflict, ...), whatever package it came from; and a request is
-// checked once, by its Validate, whichever adapter made it.
+// TestImportsNoEnginePackage); nor does it import the HTTP API's
+// package, sidecar/client (TestImportsNoAPIPackage); the agent is reached
+// through package agent, its protocol being sidecar/agent/wire; every
+// failure the adapters see is one of this package's kinds (Kind:
+// ErrInvalid, ErrNotFound, ErrBusy, ErrConflict, ...), whatever package
+// it came from; and a request is checked once, whichever adapter made it:
+// by its Validate, or a create, whose checks need the Manager's
+// configuration, by the Manager (validateCreate).
 //
 // What the Manager trusts: its own records (<state>/workspaces/<id>/
 // workspace.json), the engine's answers about containers, and the user's
