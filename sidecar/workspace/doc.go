@@ -4,8 +4,11 @@
 // repository workspace, their git state (package worktree on the host, the
 // workspace's own repository inside). Manager is the API the HTTP adapter
 // (package sidecar) calls; it still speaks the API's wire types
-// (sidecar/client) for workspaces and their requests, and session's for
-// results.
+// (sidecar/client) for workspaces and their requests. For sessions,
+// commands, exec results, files, output, git results and the log it
+// speaks its own values (results.go), made once where the agent's and
+// package worktree's answers come in (convert.go): an adapter needs none
+// of the packages the domain drives (TestManagerSpeaksItsOwnValues).
 //
 // Its boundaries: an engine is reached only through Engine, in
 // sidecar/engine's values (this package imports no engine's package:
