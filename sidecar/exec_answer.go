@@ -16,8 +16,7 @@ import (
 // the answer in memory (text and base64 of head and tail of two streams
 // would be about three times the output). The caller releases res after.
 func writeExecAnswer(w http.ResponseWriter, res workspace.ExecResult) {
-	meta := execResult(res.ExecResult, false)
-	meta.Resumed = res.Resumed
+	meta := execResult(res, false)
 	b, err := json.Marshal(meta)
 	if err != nil {
 		writeError(w, err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -17,21 +16,21 @@ import (
 // result, for text, control characters, invalid UTF-8 and tails.
 func TestWriteExecAnswerMatchesJSON(t *testing.T) {
 	big := bytes.Repeat([]byte("héllo \"wörld\"\\ \t\r\n\x00\x1f\u2028 <&> "), 5000)
-	cases := map[string]session.ExecResult{
+	cases := map[string]workspace.ExecResult{
 		"empty": {CommandID: "c1", ExitCode: 0},
-		"text":  {CommandID: "c2", ExitCode: 3, Stdout: session.Output{Data: []byte("hi\n"), Size: 3}, Stderr: session.Output{Data: []byte("oops"), Size: 4}},
-		"binary": {CommandID: "c3", Stdout: session.Output{Data: []byte{0xff, 'a', 0xc3, 0x28, 0xe2, 0x82}, Size: 6},
-			Stderr: session.Output{Data: big, Size: int64(len(big))}},
-		"tails": {CommandID: "c4", Stdout: session.Output{Data: big, Tail: []byte("end\xfe"), Size: 1 << 30, Truncated: true},
-			Stderr: session.Output{Data: []byte("e"), Tail: []byte("t"), Size: 1 << 20, Truncated: true}, Notice: "n", Cwd: "/w",
+		"text":  {CommandID: "c2", ExitCode: 3, Stdout: workspace.ExecOutput{Data: []byte("hi\n"), Size: 3}, Stderr: workspace.ExecOutput{Data: []byte("oops"), Size: 4}},
+		"binary": {CommandID: "c3", Stdout: workspace.ExecOutput{Data: []byte{0xff, 'a', 0xc3, 0x28, 0xe2, 0x82}, Size: 6},
+			Stderr: workspace.ExecOutput{Data: big, Size: int64(len(big))}},
+		"tails": {CommandID: "c4", Stdout: workspace.ExecOutput{Data: big, Tail: []byte("end\xfe"), Size: 1 << 30, Truncated: true},
+			Stderr: workspace.ExecOutput{Data: []byte("e"), Tail: []byte("t"), Size: 1 << 20, Truncated: true}, Notice: "n", Cwd: "/w",
 			StartedAt: time.Unix(1, 0), EndedAt: time.Unix(2, 500)},
 	}
 	for name, res := range cases {
 		t.Run(name, func(t *testing.T) {
+			res.Resumed = name == "text"
 			exp := execResult(res, true)
-			exp.Resumed = name == "text"
 			rec := httptest.NewRecorder()
-			writeExecAnswer(rec, workspace.ExecResult{ExecResult: res, Resumed: exp.Resumed})
+			writeExecAnswer(rec, res)
 			if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
 				t.Fatalf("exp 200 application/json, got %d %q", rec.Code, rec.Header().Get("Content-Type"))
 			}
@@ -62,10 +61,10 @@ func FuzzWriteExecAnswer(f *testing.F) {
 	f.Add([]byte("hi\n"), []byte{0xff, 0xfe, '"', '\\'})
 	f.Add([]byte("\u2028\x00\x7f\xed\xa0\x80"), []byte("\xf4\x90\x80\x80 é"))
 	f.Fuzz(func(t *testing.T, out, tail []byte) {
-		res := session.ExecResult{CommandID: "1", Stdout: session.Output{Data: out, Size: int64(len(out) + len(tail))},
-			Stderr: session.Output{Data: tail, Tail: out, Size: int64(len(out) + len(tail)), Truncated: len(out) > 0}}
+		res := workspace.ExecResult{CommandID: "1", Stdout: workspace.ExecOutput{Data: out, Size: int64(len(out) + len(tail))},
+			Stderr: workspace.ExecOutput{Data: tail, Tail: out, Size: int64(len(out) + len(tail)), Truncated: len(out) > 0}}
 		rec := httptest.NewRecorder()
-		writeExecAnswer(rec, workspace.ExecResult{ExecResult: res})
+		writeExecAnswer(rec, res)
 		var got client.ExecResult
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 			t.Fatalf("invalid JSON %q: %v", rec.Body.String(), err)

@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -66,7 +65,7 @@ func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 	out.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	switch {
 	case req.TTY:
-		out.TTY = &session.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80), Term: cmp.Or(req.Term, defaultTerm)}
+		out.TTY = &workspace.TTY{Rows: cmp.Or(req.Rows, 24), Cols: cmp.Or(req.Cols, 80), Term: cmp.Or(req.Term, defaultTerm)}
 	case req.Rows != 0 || req.Cols != 0 || req.Term != "":
 		return out, fmt.Errorf("%w: rows, cols and term go with \"tty\": true", errInvalid)
 	}
@@ -85,9 +84,9 @@ func execRequest(req client.ExecRequest) (workspace.ExecRequest, error) {
 	return out, out.Validate() // the domain's one check of an exec request
 }
 
-// execResult converts a session result; withOutput false leaves the output
-// fields empty (it was streamed).
-func execResult(res session.ExecResult, withOutput bool) client.ExecResult {
+// execResult converts a command's result; withOutput false leaves the
+// output fields empty (it was streamed).
+func execResult(res workspace.ExecResult, withOutput bool) client.ExecResult {
 	out := client.ExecResult{
 		CommandID:       res.CommandID,
 		ExitCode:        res.ExitCode,
@@ -101,6 +100,7 @@ func execResult(res session.ExecResult, withOutput bool) client.ExecResult {
 		ShellReplaced:   res.ShellReplaced,
 		Notice:          res.Notice,
 		Cwd:             res.Cwd,
+		Resumed:         res.Resumed,
 		DurationMS:      float64(res.Duration().Microseconds()) / 1000,
 	}
 	if withOutput {

@@ -4,14 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -27,7 +24,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 	case http.MethodGet, http.MethodHead:
 		f, ents, err := s.mgr.ReadFile(r.Context(), id, rest)
 		if err != nil {
-			writeError(w, fileError(err, id, rest))
+			writeError(w, err)
 			return
 		}
 		if f == nil {
@@ -58,7 +55,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 				"write it in parts, or copy it into the workspace another way (git, a download inside it)", errTooLarge, limit, limit>>20)
 		}
 		if err != nil {
-			writeError(w, fileError(err, id, rest))
+			writeError(w, err)
 			return
 		}
 		code := http.StatusOK
@@ -69,7 +66,7 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 		writeJSON(w, code, map[string]any{"path": rel, "size": res.Size})
 	case http.MethodDelete:
 		if err := s.mgr.DeleteFile(r.Context(), id, rest); err != nil {
-			writeError(w, fileError(err, id, rest))
+			writeError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -79,15 +76,6 @@ func (s *Service) handleFiles(w http.ResponseWriter, r *http.Request, id, rest s
 	}
 }
 
-func fileInfo(e wire.FileInfo) client.FileInfo {
-	return client.FileInfo{Name: e.Name, Type: e.Type, Size: e.Size, Mode: fs.FileMode(e.Mode).String(), ModTime: e.ModTime}
-}
-
-// fileError says a missing file in the user's terms: the agent's answer
-// names the system call (openat, statat ...) that found nothing.
-func fileError(err error, id, rest string) error {
-	if errors.Is(err, session.ErrNotFound) && !errors.Is(err, workspace.ErrNotFound) {
-		return fmt.Errorf("%w: no file or directory /workspace/%s in workspace %s", errNotFound, strings.Trim(rest, "/"), id)
-	}
-	return err
+func fileInfo(e workspace.FileInfo) client.FileInfo {
+	return client.FileInfo{Name: e.Name, Type: e.Type, Size: e.Size, Mode: e.Mode.String(), ModTime: e.ModTime}
 }

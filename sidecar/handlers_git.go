@@ -6,7 +6,6 @@ import (
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
-	"github.com/patina-dev/patina/worktree"
 )
 
 func (s *Service) handleDiff(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +36,7 @@ func (s *Service) handleCommit(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("%w: author_name and author_email go together", errInvalid))
 			return
 		}
-		creq.Author = &worktree.Signature{Name: req.AuthorName, Email: req.AuthorEmail}
+		creq.Author = &workspace.Signature{Name: req.AuthorName, Email: req.AuthorEmail}
 	}
 	res, err := s.mgr.Commit(r.Context(), r.PathValue("id"), creq)
 	if err != nil {
@@ -86,12 +85,12 @@ func (s *Service) handleLog(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]client.LogEntry, 0, len(evs))
 	for _, ev := range evs {
-		out = append(out, client.LogEntry{Time: ev.Time, Kind: ev.Kind, ExitCode: ev.ExitCode, Message: ev.Message, Line: ev.String()})
+		out = append(out, client.LogEntry{Time: ev.Time, Kind: ev.Kind, ExitCode: ev.ExitCode, Message: ev.Message, Line: ev.Line})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func fileStats(fs []worktree.FileStat) []client.FileStat {
+func fileStats(fs []workspace.FileStat) []client.FileStat {
 	out := make([]client.FileStat, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, client.FileStat{Path: f.Path, OldPath: f.OldPath, Status: string(f.Status), Added: f.Added, Deleted: f.Deleted, Binary: f.Binary})

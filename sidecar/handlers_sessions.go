@@ -9,13 +9,11 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/patina-dev/patina/session"
-	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
 
-func sessionView(inf session.Info) client.Session {
+func sessionView(inf workspace.SessionInfo) client.Session {
 	return client.Session{
 		ID:           inf.ID,
 		Cwd:          inf.Cwd,
@@ -30,7 +28,7 @@ func sessionView(inf session.Info) client.Session {
 	}
 }
 
-func commandView(ci session.CommandInfo) client.Command {
+func commandView(ci workspace.CommandInfo) client.Command {
 	return client.Command{
 		ID:            ci.ID,
 		Command:       ci.Command,
@@ -54,7 +52,7 @@ func (s *Service) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	inf, err := s.mgr.CreateSession(r.Context(), r.PathValue("id"), wire.CreateSessionRequest{ID: req.ID, Cwd: req.Cwd, Env: req.Env})
+	inf, err := s.mgr.CreateSession(r.Context(), r.PathValue("id"), workspace.CreateSessionRequest{ID: req.ID, Cwd: req.Cwd, Env: req.Env})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -119,7 +117,7 @@ func (s *Service) handleSetEnv(w http.ResponseWriter, r *http.Request) {
 // at a time: a long history never sits whole in memory.
 func (s *Service) handleHistory(w http.ResponseWriter, r *http.Request) {
 	first, started := true, false
-	err := s.mgr.History(r.Context(), r.PathValue("id"), r.PathValue("sid"), func(page []session.CommandInfo) error {
+	err := s.mgr.History(r.Context(), r.PathValue("id"), r.PathValue("sid"), func(page []workspace.CommandInfo) error {
 		if !started {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/patina-dev/patina/session/pty"
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/patina-dev/patina/sidecar/workspace"
 )
@@ -132,8 +131,8 @@ func terminalRequest(q url.Values) (workspace.TerminalRequest, error) {
 	}{{"rows", &req.Rows}, {"cols", &req.Cols}} {
 		if v := q.Get(p.name); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > pty.MaxSize {
-				return req, fmt.Errorf("%w: %s must be a number from 1 to %d, got %q", errInvalid, p.name, pty.MaxSize, v)
+			if err != nil || n < 1 || n > workspace.MaxTerminalSize {
+				return req, fmt.Errorf("%w: %s must be a number from 1 to %d, got %q", errInvalid, p.name, workspace.MaxTerminalSize, v)
 			}
 			*p.dst = n
 		}

@@ -3,10 +3,14 @@
 // sessions (through the agent), their files (through the agent) and, for a
 // repository workspace, their git state (package worktree on the host, the
 // workspace's own repository inside). Manager is the API the HTTP adapter
-// (package sidecar) calls; it speaks its own values for workspaces and
-// their requests (Info, CreateRequest, ForkRequest, NetworkPolicy,
-// PortForward, ...), which the adapter translates to and from the API's
-// wire types once (sidecar/wire_workspace.go), and session's for results.
+// (package sidecar) calls; it speaks its own values throughout. For
+// workspaces and their requests (Info, CreateRequest, ForkRequest,
+// NetworkPolicy, PortForward, ...) the adapter translates to and from
+// the API's wire types once (sidecar/wire_workspace.go). For sessions,
+// commands, exec results, files, output, git results and the log it
+// speaks its own values (results.go), made once where the agent's and
+// package worktree's answers come in (convert.go): an adapter needs none
+// of the packages the domain drives (TestManagerSpeaksItsOwnValues).
 //
 // Its boundaries: an engine is reached only through Engine, in
 // sidecar/engine's values (this package imports no engine's package:

@@ -59,7 +59,7 @@ func (req ExecRequest) agent(sid string) (wire.ExecRequest, error) {
 		Command:   req.Command,
 		TimeoutMS: req.Timeout.Milliseconds(),
 		Stdin:     req.Stdin != nil,
-		TTY:       req.TTY,
+		TTY:       req.TTY.agent(),
 		Ensure:    sid == DefaultSession, // in the agent's workdir, /workspace
 	}, nil
 }
@@ -83,7 +83,7 @@ func (m *Manager) Exec(ctx context.Context, idOrName, sid string, req ExecReques
 	if res.CommandID != "" {
 		w.logCommand(sid, req.Command, res.ExecResult)
 	}
-	out := ExecResult{ExecResult: res.ExecResult, Resumed: resumed, release: res.Release}
+	out := execResult(res.ExecResult, resumed, res.Release)
 	if err != nil && res.CommandID == "" {
 		return out, w.explain(err)
 	}
@@ -127,17 +127,17 @@ func (w *workspace) logWhenDone(c *agent.Client, sid, id, text string) {
 // Wait waits for a command's result. Its output was read within the
 // sidecar's memory budget, and is given back to it at once: a caller that
 // holds on to it should use Exec (or read the output by offset).
-func (m *Manager) Wait(ctx context.Context, idOrName, sid, cid string) (session.ExecResult, error) {
+func (m *Manager) Wait(ctx context.Context, idOrName, sid, cid string) (ExecResult, error) {
 	if err := session.ValidateID(sid); err != nil {
-		return session.ExecResult{}, err
+		return ExecResult{}, err
 	}
 	w, c, err := m.agentFor(ctx, idOrName)
 	if err != nil {
-		return session.ExecResult{}, err
+		return ExecResult{}, err
 	}
 	res, err := c.Wait(ctx, sid, cid)
 	res.Release()
-	return res.ExecResult, w.explain(err)
+	return execResult(res.ExecResult, false, nil), w.explain(err)
 }
 
 // Signal sends a signal to a running command: one of Signals.
@@ -159,7 +159,7 @@ func (m *Manager) Signal(ctx context.Context, idOrName, sid, cid, sig string) er
 // Output opens a command's stdout or stderr from an offset: what is there
 // now, or (Follow) everything until the command ends. The caller closes it.
 // An offset past the end of a finished command's stream is invalid.
-func (m *Manager) Output(ctx context.Context, idOrName string, req OutputRequest) (*agent.OutputStream, error) {
+func (m *Manager) Output(ctx context.Context, idOrName string, req OutputRequest) (*OutputStream, error) {
 	if err := session.ValidateID(req.Session); err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (m *Manager) Output(ctx context.Context, idOrName string, req OutputRequest
 		return nil, err
 	}
 	out, err := c.Output(ctx, wire.OutputRequest{Session: req.Session, Command: req.Command, Stream: req.Stream, Offset: req.Offset, Follow: req.Follow})
-	return out, w.explain(err)
+	return outputStream(out), w.explain(err)
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -2,13 +2,14 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
 	"path/filepath"
 	"strings"
 
-	"github.com/patina-dev/patina/sidecar/agent"
+	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
@@ -43,50 +44,60 @@ func CleanPath(p string) (string, error) {
 
 // ReadFile opens a regular file for reading, or lists a directory
 // (File nil).
-func (m *Manager) ReadFile(ctx context.Context, idOrName, p string) (*agent.File, []wire.FileInfo, error) {
+func (m *Manager) ReadFile(ctx context.Context, idOrName, p string) (*File, []FileInfo, error) {
 	rel, err := CleanPath(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fileError(err, idOrName, p)
 	}
 	w, c, err := m.agentFor(ctx, idOrName)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fileError(err, idOrName, p)
 	}
 	f, ents, err := c.ReadFile(ctx, rel)
-	return f, ents, w.explain(err)
+	return file(f), fileInfos(ents), fileError(w.explain(err), idOrName, p)
 }
 
 // WriteFile writes body to a file atomically (parents made as needed).
-func (m *Manager) WriteFile(ctx context.Context, idOrName, p string, body io.Reader) (wire.FileWriteResult, error) {
+func (m *Manager) WriteFile(ctx context.Context, idOrName, p string, body io.Reader) (FileWriteResult, error) {
 	rel, err := CleanPath(p)
 	if err != nil {
-		return wire.FileWriteResult{}, err
+		return FileWriteResult{}, fileError(err, idOrName, p)
 	}
 	if rel == "." || strings.HasSuffix(p, "/") {
-		return wire.FileWriteResult{}, fmt.Errorf("%w: a file path is required; %q names a directory (directories are made as needed)", ErrInvalid, "/"+p)
+		return FileWriteResult{}, fmt.Errorf("%w: a file path is required; %q names a directory (directories are made as needed)", ErrInvalid, "/"+p)
 	}
 	w, c, err := m.agentFor(ctx, idOrName)
 	if err != nil {
-		return wire.FileWriteResult{}, err
+		return FileWriteResult{}, fileError(err, idOrName, p)
 	}
 	res, err := c.WriteFile(ctx, rel, body, m.cfg.MaxFileBytes)
-	return res, w.explain(err)
+	return fileWriteResult(res), fileError(w.explain(err), idOrName, p)
 }
 
 // DeleteFile removes a file or a directory tree.
 func (m *Manager) DeleteFile(ctx context.Context, idOrName, p string) error {
 	rel, err := CleanPath(p)
 	if err != nil {
-		return err
+		return fileError(err, idOrName, p)
 	}
 	if rel == "." {
 		return fmt.Errorf("%w: refusing to delete the workspace's root directory", ErrInvalid)
 	}
 	w, c, err := m.agentFor(ctx, idOrName)
 	if err != nil {
-		return err
+		return fileError(err, idOrName, p)
 	}
-	return w.explain(c.DeleteFile(ctx, rel))
+	return fileError(w.explain(c.DeleteFile(ctx, rel)), idOrName, p)
+}
+
+// fileError says a missing file in the user's terms (ErrNotFound): the
+// agent's answer names the system call (openat, statat ...) that found
+// nothing. A missing workspace is left as it is.
+func fileError(err error, idOrName, p string) error {
+	if errors.Is(err, session.ErrNotFound) && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: no file or directory /workspace/%s in workspace %s", ErrNotFound, strings.Trim(p, "/"), idOrName)
+	}
+	return err
 }
 
 // MaxFileBytes is the largest upload.

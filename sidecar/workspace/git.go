@@ -103,15 +103,7 @@ func (m *Manager) Diff(ctx context.Context, idOrName string) (DiffResult, error)
 	if err := w.reviewDiff(d); err != nil {
 		return DiffResult{}, err
 	}
-	return DiffResult{Diff: d, Repaired: repaired}, nil
-}
-
-// DiffResult is a diff and what was repaired to make it.
-type DiffResult struct {
-	worktree.Diff
-	// Repaired says the workspace's repository was broken and re-seeded
-	// at the base commit (repair.go); "" when it was sound.
-	Repaired string
+	return diffResult(d, repaired), nil
 }
 
 // Commit commits everything uncommitted in the workspace (inside its own
@@ -210,7 +202,7 @@ func (m *Manager) Merge(ctx context.Context, idOrName string, req MergeRequest) 
 	if err != nil {
 		return MergeResult{}, err
 	}
-	return MergeResult{MergeResult: res, Uncommitted: st.Dirty}, nil
+	return mergeResult(res, st.Dirty), nil
 }
 
 // resolveCommit expands a commit id a merge request names, in the user's
@@ -235,26 +227,27 @@ func (w *workspace) resolveCommit(ctx context.Context, repo *worktree.Repo, id s
 
 // Apply stages what Diff shows in the user's main working tree, without
 // committing.
-func (m *Manager) Apply(ctx context.Context, idOrName string) (worktree.ApplyResult, error) {
+func (m *Manager) Apply(ctx context.Context, idOrName string) (ApplyResult, error) {
 	w, repo, c, err := m.gitWorkspace(ctx, idOrName)
 	if err != nil {
-		return worktree.ApplyResult{}, err
+		return ApplyResult{}, err
 	}
 	unlock, err := w.lock(ctx)
 	if err != nil {
-		return worktree.ApplyResult{}, err
+		return ApplyResult{}, err
 	}
 	defer unlock()
 	st, err := c.GitState(ctx)
 	if err != nil {
-		return worktree.ApplyResult{}, w.explain(err)
+		return ApplyResult{}, w.explain(err)
 	}
-	return repo.Apply(ctx, w.id(), worktree.ApplyRequest{Snapshot: st.Snapshot, Source: agentSource{c}})
+	res, err := repo.Apply(ctx, w.id(), worktree.ApplyRequest{Snapshot: st.Snapshot, Source: agentSource{c}})
+	return applyResult(res), err
 }
 
 // Log returns the workspace's log: its note for a repository workspace, a
 // file of the sidecar's for a scratch one.
-func (m *Manager) Log(ctx context.Context, idOrName string) ([]worktree.Event, error) {
+func (m *Manager) Log(ctx context.Context, idOrName string) ([]LogEntry, error) {
 	w, err := m.ready(ctx, idOrName)
 	if err != nil {
 		return nil, err
@@ -265,7 +258,8 @@ func (m *Manager) Log(ctx context.Context, idOrName string) ([]worktree.Event, e
 	if l == nil {
 		return nil, nil
 	}
-	return l.read(ctx)
+	evs, err := l.read(ctx)
+	return logEntries(evs), err
 }
 
 func firstLine(s string) string {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/hostdir"
 )
@@ -72,7 +71,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	// History stays readable while stopped.
 	var n int
-	if err := m.History(ctx, "life", "default", func(p []session.CommandInfo) error { n += len(p); return nil }); err != nil || n != 1 {
+	if err := m.History(ctx, "life", "default", func(p []CommandInfo) error { n += len(p); return nil }); err != nil || n != 1 {
 		t.Fatalf("history while stopped: %d %v", n, err)
 	}
 	if ss, err := m.Sessions(ctx, "life"); err != nil || len(ss) != 1 {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/sidecar/egress"
 	"github.com/patina-dev/patina/sidecar/secrets"
 )
@@ -133,7 +132,7 @@ func TestSecretsGrant(t *testing.T) {
 	if !vault2.Wants(ws.ID) {
 		t.Fatal("the grant did not survive the restart")
 	}
-	if _, err := m2.CreateSession(ctx, "sec", wire.CreateSessionRequest{ID: "new"}); err != nil {
+	if _, err := m2.CreateSession(ctx, "sec", CreateSessionRequest{ID: "new"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := out(t, m2, "sec", "new", `echo "$GH|$TOKEN"`); got != placeholder+"|"+secretEnvValue+"\n" {

@@ -19,23 +19,23 @@ import (
 const DefaultSession = "default"
 
 // CreateSession starts a session (cwd default /workspace).
-func (m *Manager) CreateSession(ctx context.Context, idOrName string, req wire.CreateSessionRequest) (session.Info, error) {
+func (m *Manager) CreateSession(ctx context.Context, idOrName string, req CreateSessionRequest) (SessionInfo, error) {
 	if req.ID != "" {
 		if err := session.ValidateID(req.ID); err != nil {
-			return session.Info{}, err
+			return SessionInfo{}, err
 		}
 	}
 	w, c, err := m.agentFor(ctx, idOrName) // an empty cwd is the agent's workdir, /workspace
 	if err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
-	inf, err := c.CreateSession(ctx, req)
-	return inf, w.explain(err)
+	inf, err := c.CreateSession(ctx, req.agent())
+	return sessionInfo(inf), w.explain(err)
 }
 
 // Sessions lists a workspace's sessions; while it is stopped, as they were
 // when it stopped.
-func (m *Manager) Sessions(ctx context.Context, idOrName string) ([]session.Info, error) {
+func (m *Manager) Sessions(ctx context.Context, idOrName string) ([]SessionInfo, error) {
 	w, err := m.ready(ctx, idOrName)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (m *Manager) Sessions(ctx context.Context, idOrName string) ([]session.Info
 // PeekSessions lists a workspace's sessions as Sessions does, but does not
 // count as activity (see idle.go): a console that watches them does not
 // keep the workspace from being stopped when idle.
-func (m *Manager) PeekSessions(ctx context.Context, idOrName string) ([]session.Info, error) {
+func (m *Manager) PeekSessions(ctx context.Context, idOrName string) ([]SessionInfo, error) {
 	w, err := m.lookup(idOrName)
 	if err != nil {
 		return nil, err
@@ -57,44 +57,44 @@ func (m *Manager) PeekSessions(ctx context.Context, idOrName string) ([]session.
 	return w.sessions(ctx)
 }
 
-func (w *workspace) sessions(ctx context.Context) ([]session.Info, error) {
+func (w *workspace) sessions(ctx context.Context) ([]SessionInfo, error) {
 	c, err := w.client()
 	if err != nil {
 		if cache, cerr := w.readCache(); cerr == nil {
-			return cache.Sessions, nil
+			return sessionInfos(cache.Sessions), nil
 		}
 		return nil, err
 	}
 	out, err := c.Sessions(ctx)
-	return out, w.explain(err)
+	return sessionInfos(out), w.explain(err)
 }
 
 // Session describes one session.
-func (m *Manager) Session(ctx context.Context, idOrName, sid string) (session.Info, error) {
+func (m *Manager) Session(ctx context.Context, idOrName, sid string) (SessionInfo, error) {
 	if err := session.ValidateID(sid); err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	w, err := m.ready(ctx, idOrName)
 	if err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	c, err := w.client()
 	if err != nil {
 		if cache, cerr := w.readCache(); cerr == nil {
 			for _, inf := range cache.Sessions {
 				if inf.ID == sid {
-					return inf, nil
+					return sessionInfo(inf), nil
 				}
 			}
-			return session.Info{}, fmt.Errorf("%w: session %s", session.ErrNotFound, sid)
+			return SessionInfo{}, fmt.Errorf("%w: session %s", session.ErrNotFound, sid)
 		}
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	inf, err := c.Session(ctx, sid)
 	if errors.Is(err, session.ErrNotFound) && sid == DefaultSession {
 		err = fmt.Errorf("%w: session %q (it is created on first use)", session.ErrNotFound, sid)
 	}
-	return inf, w.explain(err)
+	return sessionInfo(inf), w.explain(err)
 }
 
 // RemoveSession ends a session and deletes its history.
@@ -111,32 +111,32 @@ func (m *Manager) RemoveSession(ctx context.Context, idOrName, sid string) error
 
 // RestartSession gives a session whose shell has ended a new shell with
 // its creation settings; its history and command ids go on.
-func (m *Manager) RestartSession(ctx context.Context, idOrName, sid string) (session.Info, error) {
+func (m *Manager) RestartSession(ctx context.Context, idOrName, sid string) (SessionInfo, error) {
 	if err := session.ValidateID(sid); err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	w, c, err := m.agentFor(ctx, idOrName)
 	if err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	inf, err := c.Restart(ctx, sid)
-	return inf, w.explain(err)
+	return sessionInfo(inf), w.explain(err)
 }
 
 // SetEnv exports (and unsets) variables in a session.
-func (m *Manager) SetEnv(ctx context.Context, idOrName, sid string, env map[string]string, unset []string) (session.Info, error) {
+func (m *Manager) SetEnv(ctx context.Context, idOrName, sid string, env map[string]string, unset []string) (SessionInfo, error) {
 	if len(env) == 0 && len(unset) == 0 {
-		return session.Info{}, fmt.Errorf("%w: env (or unset) is required", ErrInvalid)
+		return SessionInfo{}, fmt.Errorf("%w: env (or unset) is required", ErrInvalid)
 	}
 	if err := session.ValidateID(sid); err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	w, c, err := m.sessionClient(ctx, idOrName, sid)
 	if err != nil {
-		return session.Info{}, err
+		return SessionInfo{}, err
 	}
 	inf, err := c.SetEnv(ctx, sid, env, unset)
-	return inf, w.explain(err)
+	return sessionInfo(inf), w.explain(err)
 }
 
 // sessionClient resolves a running workspace's agent for a session,
@@ -157,7 +157,7 @@ func (m *Manager) sessionClient(ctx context.Context, idOrName, sid string) (*wor
 // History calls fn with the session's commands, oldest first, a page at a
 // time (memory stays bounded however long the history); while the
 // workspace is stopped, as it was when it stopped.
-func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]session.CommandInfo) error) error {
+func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]CommandInfo) error) error {
 	if err := session.ValidateID(sid); err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]s
 		if !ok {
 			return fmt.Errorf("%w: session %s", session.ErrNotFound, sid)
 		}
-		return fn(hist)
+		return fn(commandInfos(hist))
 	}
 	var after uint64
 	for {
@@ -189,7 +189,7 @@ func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]s
 		if len(page) == 0 {
 			return nil
 		}
-		if err := fn(page); err != nil {
+		if err := fn(commandInfos(page)); err != nil {
 			return err
 		}
 		n, _ := strconv.ParseUint(page[len(page)-1].ID, 10, 64)
@@ -201,33 +201,34 @@ func (m *Manager) History(ctx context.Context, idOrName, sid string, fn func([]s
 }
 
 // Command returns one command's record.
-func (m *Manager) Command(ctx context.Context, idOrName, sid, cid string) (session.CommandInfo, error) {
+func (m *Manager) Command(ctx context.Context, idOrName, sid, cid string) (CommandInfo, error) {
 	if err := session.ValidateID(sid); err != nil {
-		return session.CommandInfo{}, err
+		return CommandInfo{}, err
 	}
 	w, err := m.ready(ctx, idOrName)
 	if err != nil {
-		return session.CommandInfo{}, err
+		return CommandInfo{}, err
 	}
 	c, err := w.client()
 	if err != nil {
 		cache, cerr := w.readCache()
 		if cerr != nil {
-			return session.CommandInfo{}, err
+			return CommandInfo{}, err
 		}
 		for _, ci := range cache.History[sid] {
 			if ci.ID == cid {
-				return ci, nil
+				return commandInfo(ci), nil
 			}
 		}
-		return session.CommandInfo{}, fmt.Errorf("%w: command %s in session %s", session.ErrNotFound, cid, sid)
+		return CommandInfo{}, fmt.Errorf("%w: command %s in session %s", session.ErrNotFound, cid, sid)
 	}
 	ci, err := c.Command(ctx, sid, cid)
-	return ci, w.explain(err)
+	return commandInfo(ci), w.explain(err)
 }
 
 // historyCache is what a stopped workspace shows of its sessions: saved
-// when it stops, bounded.
+// when it stops, bounded. It keeps the agent's answers as they came (its
+// JSON is theirs); they become the domain's values as they are read.
 type historyCache struct {
 	SavedAt  time.Time                        `json:"saved_at"`
 	Sessions []session.Info                   `json:"sessions"`

@@ -6,7 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/patina-dev/patina/session"
 	"github.com/patina-dev/patina/sidecar/agent"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/engine"
@@ -295,8 +294,8 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// Stdin is the command's input; nil: EOF.
 	Stdin []byte
-	// TTY runs it on a terminal of that size (session.ExecRequest.TTY).
-	TTY *session.TTY
+	// TTY runs it on a terminal of that size (nil: on pipes).
+	TTY *TTY
 }
 
 // ExecResult is a command's result, and whether its workspace had to be
@@ -305,10 +304,32 @@ type ExecRequest struct {
 // Its output is held against the sidecar's memory budget until Release:
 // whoever gets it calls Release once the output is written out.
 type ExecResult struct {
-	session.ExecResult
-	Resumed bool
-	release func()
+	CommandID string
+	// ExitCode is the command's status: 0-255, 128+N when signal N ended
+	// it.
+	ExitCode       int
+	Stdout, Stderr ExecOutput
+	// TimedOut: the request's Timeout stopped the command.
+	TimedOut bool
+	// Interrupted: a signal (or a cancelled context) stopped the command.
+	Interrupted bool
+	// Ended: the shell ended during the command (exit, exec, set -e, a
+	// fatal signal); the session accepts no more commands.
+	Ended bool
+	// ShellReplaced: the shell did not return to its prompt after SIGINT
+	// and SIGKILL, so it was killed and a new one started with the state
+	// snapshotted before the command. Notice says what was restored.
+	ShellReplaced bool
+	Notice        string
+	// Cwd is the shell's working directory after the command.
+	Cwd                string
+	StartedAt, EndedAt time.Time
+	Resumed            bool
+	release            func()
 }
+
+// Duration is how long the command ran.
+func (r ExecResult) Duration() time.Duration { return r.EndedAt.Sub(r.StartedAt) }
 
 // Release gives the output's memory back to the sidecar's budget (more
 // calls do nothing).
@@ -329,7 +350,7 @@ type OutputRequest struct {
 // CommitRequest commits everything uncommitted in a workspace.
 type CommitRequest struct {
 	Message string
-	Author  *worktree.Signature
+	Author  *Signature
 }
 
 // CommitResult says what a commit did.
@@ -351,11 +372,4 @@ type MergeRequest struct {
 	// a commit answer named): it must be on the workspace's branch. Empty
 	// means the commit last reviewed (review.go).
 	Commit string
-}
-
-// MergeResult says what a merge did.
-type MergeResult struct {
-	worktree.MergeResult
-	// Uncommitted: the workspace has work not committed, left out.
-	Uncommitted bool
 }
