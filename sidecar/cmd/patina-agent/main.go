@@ -30,7 +30,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/patina-dev/patina/internal/pollread"
 	"github.com/patina-dev/patina/sidecar/agent/inside"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
@@ -83,7 +82,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageError(stderr, "--workspace-id is required")
 		}
 		inside.TuneProcess()
-		pollread.SetEnabled(os.Getenv("PATINA_POLL") == "on")
 		err = inside.Run(ctx, cfg)
 	case "pause":
 		once := fs.Bool("once", false, "start the command after -- once, never again")

@@ -112,7 +112,7 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 				return usagef("--workspace-id is required")
 			}
 			cfg.Version = version
-			agentKnobs()
+			inside.TuneProcess()
 			return inside.Run(cmd.Context(), cfg)
 		},
 	}
