@@ -95,6 +95,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if *once && len(keep) == 0 {
 			return usageError(stderr, "--once needs a patina command after --")
 		}
+		inside.TunePause()
 		err = inside.Pause(ctx, inside.PauseConfig{Keep: keep, Once: *once})
 	case "relay":
 		socket := fs.String("socket", wire.SocketName, "the agent's abstract socket")

@@ -164,6 +164,7 @@ in PATINA_AGENT_TOKEN), and the sidecar starts any later one with docker exec.`,
 			if once && len(args) == 0 {
 				return usagef("--once needs a patina command after --")
 			}
+			inside.TunePause()
 			return inside.Pause(cmd.Context(), inside.PauseConfig{Keep: args, Once: once})
 		},
 	}
