@@ -371,7 +371,7 @@ func (s *Session) shellLogTail() string {
 // below PIPE_BUF), and never blocks for long: the FIFO is drained by the
 // shell between commands, and we write at most a few lines ahead.
 func (s *Session) writeLine(line string) error {
-	if err := s.in.SetWriteDeadline(time.Now().Add(5 * time.Second)); err != nil {
+	if err := s.in.SetWriteDeadline(time.Now().Add(lineWriteWait)); err != nil {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
 	if _, err := io.WriteString(s.in, line); err != nil {

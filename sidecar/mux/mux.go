@@ -196,6 +196,10 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
+// closeWriteWait bounds Close's writes (a write in flight, then the
+// goodbye): a peer that does not read must not hold a Close.
+const closeWriteWait = 100 * time.Millisecond
+
 // Close closes the connection, telling the peer; every stream fails with
 // ErrClosed.
 func (c *Conn) Close() error {
@@ -204,9 +208,9 @@ func (c *Conn) Close() error {
 	c.mu.Unlock()
 	if !closed {
 		// A write blocked on a peer that does not read gives up at once.
-		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteWait))
 		c.wmu.Lock()
-		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteWait))
 		_ = writeFrameTo(c.nc, typeGoAway, 0, 0, []byte("closing"))
 		c.wmu.Unlock()
 	}
