@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
-	"time"
 
 	"github.com/patina-dev/patina/sidecar"
 	"github.com/patina-dev/patina/sidecar/budget"
@@ -144,7 +143,7 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: metricsReadHeader}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics", "addr", ln.Addr().String(), "path", "/metrics")
 	return func() { _ = srv.Close() }, nil
