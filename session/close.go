@@ -27,13 +27,13 @@ func (s *Session) Close(ctx context.Context) error {
 	alreadyEnded := s.endErr != nil
 	s.mu.Unlock()
 
-	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	kctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
 	s.killAll(kctx)
 	if !alreadyEnded {
 		select {
 		case <-s.readerDone:
-		case <-time.After(2 * time.Second):
+		case <-time.After(closeEOFWait):
 			// A descendant that escaped both the tree and the marker holds
 			// the status FIFO: stop waiting for EOF.
 			s.log.Warn("close: a process still holds the session's status pipe")

@@ -44,9 +44,8 @@ func (f cmdFiles) outputs(limit int) (stdout, stderr Output) {
 	return readOutputResult(f.stdout, limit), readOutputResult(f.stderr, limit)
 }
 
-// removeOutput deletes the command's files: one system call each (most
-// are gone already, recycled or never made, and os.Remove tries rmdir too
-// when unlink fails).
+// removeOutput deletes the command's files: one system call each (a stdin
+// file is rarely made, and os.Remove tries rmdir too when unlink fails).
 func (f cmdFiles) removeOutput() {
 	for _, p := range []string{f.stdout, f.stderr, f.stdin} {
 		_ = unix.Unlink(p)
@@ -54,24 +53,14 @@ func (f cmdFiles) removeOutput() {
 }
 
 // prepareOutputs makes the output files of command next before it starts,
-// without allocating an inode where it can: an output file of the
-// previous command that stayed empty (sizes: prevSizes, and still empty
-// once no process holds it open: see emptyAndUnused) is renamed into
-// place; anything else is created. Called off the hot path, between
-// commands. It reports whether both files are known to be empty: the shell
-// then opens them without truncating (wrapperFormat), else it truncates
-// them. Nothing existing is ever truncated here: the command may have
-// started meanwhile (after waitPrepared gave up).
-func prepareOutputs(prev *cmdFiles, prevSizes [2]int64, next cmdFiles) (clean bool) {
-	clean = true
-	for i, s := range []Stream{Stdout, Stderr} {
-		dst := next.stream(s)
-		if prev != nil && prevSizes[i] == 0 && recycle(prev.stream(s), dst) {
-			continue
-		}
-		clean = makeEmpty(dst) && clean
-	}
-	return clean
+// off the hot path, between commands. It reports whether both files are
+// known to be empty: the shell then opens them without truncating
+// (wrapperFormat), else it truncates them. Nothing existing is ever
+// truncated here: the command may have started meanwhile (after
+// waitPrepared gave up).
+func prepareOutputs(next cmdFiles) (clean bool) {
+	clean = makeEmpty(next.stdout)
+	return makeEmpty(next.stderr) && clean
 }
 
 // makeEmpty creates path, or finds it empty.

@@ -44,5 +44,8 @@
 //
 // The shell runs through a [Launcher]: [LocalLauncher] on this machine, or
 // the sidecar's Docker launcher inside a container (which bind-mounts the
-// session directory at the same path). See DESIGN.md for how it works.
+// session directory at the same path). A program that runs many local
+// sessions calls [StartReaper] from its main (a process-wide SIGCHLD
+// handler) so that their shells cost no thread each while they run. See
+// DESIGN.md for how it works.
 package session

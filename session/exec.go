@@ -340,9 +340,6 @@ func (s *Session) send(c *command, req ExecRequest, line string) error {
 		}
 		return err
 	}
-	c.awaited = true
-	s.m.polling.Begin()
-	s.statusRd.Expect(reportPoll)
 	if req.Timeout > 0 {
 		c.timer = time.AfterFunc(req.Timeout, func() { _ = s.stop(c, syscall.SIGINT, true) })
 	}
@@ -378,8 +375,3 @@ func ValidEnvName(k string) bool {
 	}
 	return true
 }
-
-// reportPoll is how long a session's status reader polls for the report of
-// a command it has just sent (internal/pollread): a short command's comes
-// within a few hundred microseconds.
-const reportPoll = 300 * time.Microsecond

@@ -217,16 +217,15 @@ func TestStdin(t *testing.T) {
 	expectOut(t, s, "echo still-here", "still-here\n")
 }
 
-// A FIFO planted in place of a finished command's empty output file (from
-// inside the session) does not stall the driver: recycling that file
-// opens it without blocking, sees it is not one to reuse, and the next
-// commands get fresh files. (os.OpenFile would wait for a reader forever.)
+// A FIFO planted in place of a later command's output file (from inside
+// the session) does not stall the driver: preparing that file opens it
+// without blocking and reports it not clean. (os.OpenFile would wait for a
+// reader forever.)
 func TestFIFOForOutputFile(t *testing.T) {
 	m := newManager(t)
 	s := mustCreate(t, m, CreateRequest{ID: "fifo"})
-	out1 := filepath.Join(s.dir, "c", "1.out")
-	// Command 1 swaps its own (still empty) stdout file for a FIFO.
-	res := run(t, s, fmt.Sprintf("rm -f %q && mkfifo %q", out1, out1))
+	out4 := filepath.Join(s.dir, "c", "4.out") // prepared once command 2 ends
+	res := run(t, s, fmt.Sprintf("rm -f %q && mkfifo %q", out4, out4))
 	if res.ExitCode != 0 {
 		t.Fatalf("plant the FIFO: exit %d, %s", res.ExitCode, res.Stderr.Data)
 	}
@@ -235,7 +234,7 @@ func TestFIFOForOutputFile(t *testing.T) {
 	// Nothing is left waiting on the FIFO.
 	waitFor(t, "no goroutine opening the FIFO", 5*time.Second, func() bool {
 		buf := make([]byte, 1<<20)
-		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "session.unused")
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "session.makeEmpty")
 	})
 	if st, err := os.Lstat(filepath.Join(s.dir, "c", "3.out")); err != nil || !st.Mode().IsRegular() {
 		t.Fatalf("command 3's stdout: %v %v", st, err)

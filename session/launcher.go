@@ -50,9 +50,7 @@ func (LocalLauncher) Start(ctx context.Context, p Process) error {
 		return fmt.Errorf("start %s: %w", p.Argv[0], err)
 	}
 	// Reap it when it ends; it is in its own session and survives us.
-	pid := cmd.Process.Pid
-	_ = cmd.Process.Release()
-	reap(pid)
+	reap(cmd.Process)
 	return nil
 }
 

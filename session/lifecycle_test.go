@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -258,12 +257,12 @@ func TestExecContextCancel(t *testing.T) {
 	expectOut(t, s, "echo ok", "ok\n")
 }
 
-// An empty output file is recycled for the next command only when no
-// process holds it: a background job still writing to a command's stdout
-// keeps that file, and its late output never lands in a later command's.
-func TestOutputRecyclingNeverMixesCommands(t *testing.T) {
+// A background job still writing to a command's stdout after its result
+// was taken: its late output lands in that command's file, never in a
+// later command's.
+func TestLateOutputNeverMixesCommands(t *testing.T) {
 	m := newManager(t)
-	s := mustCreate(t, m, CreateRequest{ID: "recycle"})
+	s := mustCreate(t, m, CreateRequest{ID: "late"})
 	first := run(t, s, "(sleep 0.5; echo late) &")
 	for i := 0; i < 5; i++ {
 		if res := run(t, s, "true"); len(res.Stdout.Data) != 0 {
@@ -280,57 +279,22 @@ func TestOutputRecyclingNeverMixesCommands(t *testing.T) {
 			t.Fatalf("command %s: exp empty output, got %q %v", ci.ID, b, err)
 		}
 		if got, _ := s.Command(ci.ID); got.OutputPruned {
-			t.Fatalf("command %s: an empty recycled output is not pruned", ci.ID)
+			t.Fatalf("command %s: a recent empty output reads as pruned", ci.ID)
 		}
 	}
 }
 
-func TestEmptyAndUnused(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(p, []byte("late\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if emptyAndUnused(p) {
-		t.Fatalf("a file with bytes in it passes as empty")
-	}
-	if err := os.WriteFile(p, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if !emptyAndUnused(p) {
-		t.Fatalf("exp a file nobody holds to be unused")
-	}
-	cmd := exec.Command("bash", "-c", "exec 3>>"+p+"; sleep 5")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !emptyAndUnused(p) })
-	cmd.Process.Kill()
-	cmd.Wait()
-	if !emptyAndUnused(p) {
-		t.Fatalf("exp the file unused once the holder is gone")
-	}
-}
-
 // The shell opens a command's output files without truncating them only
-// when their preparation knows them empty: an earlier command's file that
-// a background job wrote to after its result was taken is not recycled,
-// and a file left by an earlier life, or one some process holds, is left
-// as it is and reported not clean (the shell then truncates it). A
-// command's output never starts with bytes it did not write.
+// when their preparation knows them empty: a file left by an earlier life
+// is left as it is and reported not clean (the shell then truncates it).
+// A command's output never starts with bytes it did not write.
 func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	prev, next := filesFor(dir, "1"), filesFor(dir, "3")
-	for _, p := range []string{prev.stdout, prev.stderr} {
-		if err := os.WriteFile(p, []byte("late\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Sizes taken before the late write: the files are not recycled.
-	if !prepareOutputs(&prev, [2]int64{0, 0}, next) {
+	next := filesFor(dir, "3")
+	if !prepareOutputs(next) {
 		t.Fatal("fresh files reported not clean")
 	}
 	for _, p := range []string{next.stdout, next.stderr} {
@@ -338,35 +302,16 @@ func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 			t.Fatalf("%s: exp an empty file, got %q %v", p, b, err)
 		}
 	}
-	if b, _ := os.ReadFile(prev.stdout); string(b) != "late\n" {
-		t.Fatalf("the late output of the earlier command is gone: %q", b)
-	}
 	// A leftover with bytes in it: left alone, not clean.
 	left := filesFor(dir, "4")
 	if err := os.WriteFile(left.stderr, []byte("old life\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if prepareOutputs(nil, [2]int64{}, left) {
+	if prepareOutputs(left) {
 		t.Fatal("a file with bytes in it reported clean")
 	}
 	if b, _ := os.ReadFile(left.stderr); string(b) != "old life\n" {
 		t.Fatalf("preparing changed an existing file: %q", b)
-	}
-	// An empty recycled file some process holds is not recycled.
-	held := filesFor(dir, "5")
-	if err := os.WriteFile(held.stdout, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", "-c", "exec 3<>"+held.stdout+"; sleep 5")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	waitFor(t, "the other process to hold the file", 5*time.Second, func() bool { return !leasable(held.stdout) })
-	after := filesFor(dir, "7")
-	prepareOutputs(&held, [2]int64{0, 0}, after)
-	if _, err := os.Stat(held.stdout); err != nil {
-		t.Fatalf("a held file was recycled: %v", err)
 	}
 
 	// Through a session: leftovers at the files of its next commands.
@@ -388,9 +333,6 @@ func TestPrepareLeavesNoStaleBytes(t *testing.T) {
 		}
 	}
 }
-
-// leasable reports whether nobody holds path open.
-func leasable(path string) bool { return underLease(path, func(int) bool { return true }) }
 
 // 7. A foreground command that ignores SIGINT (and so looks like a
 // background job) is still killed after the grace, by a timeout or by

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/patina-dev/patina/internal/pollread"
 	"io"
 	"log/slog"
 	"os"
@@ -27,7 +26,6 @@ type Manager struct {
 	log     *slog.Logger
 	lock    *os.File
 	watches watchHub
-	polling pollread.Gate // one session's status reader polls at a time
 	// extraEnv is added to Config.Env for shells started from now on
 	// (SetExtraEnv).
 	extraEnv atomic.Pointer[[]string]

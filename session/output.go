@@ -55,9 +55,8 @@ func (s *Session) outputPath(id string, stream Stream) (string, error) {
 	if stream == Stderr {
 		size = ci.StderrBytes
 	}
-	// A stream that stayed empty may have had its file recycled (see
-	// prepareOutputs): it reads as empty. One with bytes whose file is gone
-	// was pruned.
+	// A stream that stayed empty reads as empty even when its file is
+	// gone; one with bytes whose file is gone was pruned.
 	if _, err := os.Stat(p); err != nil && ci.State != CommandRunning && size > 0 {
 		return "", fmt.Errorf("output of command %s in session %s: %w (deleted: only the last %d commands keep their output)", id, s.id, ErrNotFound, s.m.cfg.KeepOutputs)
 	}

@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// The shells LocalLauncher starts live long and are reaped here, by one
-// goroutine woken by SIGCHLD, instead of by a goroutine each blocked in
-// wait (which costs an OS thread, with its stacks, per session). Only
-// the pids started here are waited for, so other children's statuses are
-// left to whoever started them.
+// The shells LocalLauncher starts live long. By default each is waited for
+// by a goroutine blocked in wait, which holds an OS thread (with its
+// stacks) per session. A program that runs many sessions (the agent) calls
+// StartReaper from its main instead: then they are reaped by one goroutine
+// woken by SIGCHLD. Only the pids started here are waited for, so other
+// children's statuses are left to whoever started them.
 var reaper struct {
 	once sync.Once
+	on   bool // StartReaper was called (set under mu)
 	mu   sync.Mutex
 	pids map[int]struct{}
 }
@@ -23,9 +25,17 @@ var reaper struct {
 // (signals of the same kind coalesce).
 const reapEvery = 10 * time.Second
 
-func reap(pid int) {
+// StartReaper makes this process reap the processes LocalLauncher starts
+// from one goroutine woken by SIGCHLD, instead of a goroutine and a thread
+// each. It installs a process-wide SIGCHLD handler (signal.Notify), so a
+// program's main calls it, before its first session; later calls do
+// nothing.
+func StartReaper() {
 	reaper.once.Do(func() {
+		reaper.mu.Lock()
 		reaper.pids = map[int]struct{}{}
+		reaper.on = true
+		reaper.mu.Unlock()
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGCHLD)
 		go func() {
@@ -39,9 +49,23 @@ func reap(pid int) {
 			}
 		}()
 	})
+}
+
+// reap has p waited for once it exits: by the reaper if StartReaper was
+// called, else by a goroutine of its own.
+func reap(p *os.Process) {
 	reaper.mu.Lock()
-	reaper.pids[pid] = struct{}{}
+	on := reaper.on
+	if on {
+		pid := p.Pid
+		_ = p.Release()
+		reaper.pids[pid] = struct{}{}
+	}
 	reaper.mu.Unlock()
+	if !on {
+		go func() { _, _ = p.Wait() }()
+		return
+	}
 	reapExited() // it may be gone already
 }
 

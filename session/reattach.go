@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/patina-dev/patina/internal/pollread"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,8 +80,7 @@ func reattach(_ context.Context, m *Manager, dir string) (*Session, error) {
 			s.mu.Unlock()
 		}
 	}
-	s.statusRd = pollread.New(status, &s.m.polling)
-	go s.readLoop(s.statusRd, pre)
+	go s.readLoop(status, pre)
 	// Learn the shell's flags and cwd (and, if a command was running, let
 	// its report come first: this line queues behind it).
 	s.mu.Lock()

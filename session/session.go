@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/patina-dev/patina/internal/pollread"
 	"io"
 	"log/slog"
 	"maps"
@@ -29,9 +28,8 @@ type Session struct {
 	log  *slog.Logger
 	hist *history
 
-	in       *os.File         // command FIFO; opened read-write so opening never blocks
-	status   *os.File         // status FIFO, read side
-	statusRd *pollread.Reader // reads status; polls for a command's report
+	in     *os.File // command FIFO; opened read-write so opening never blocks
+	status *os.File // status FIFO, read side
 
 	readerDone chan struct{} // closed when the status reader returns
 	gone       chan struct{} // closed when the Manager lets go (detach)
@@ -127,17 +125,6 @@ type command struct {
 	tty *ttyCopy // a TTY command's terminal
 
 	recovered string // the notice of a shell Recover brought back for it
-
-	awaited bool // counted in the Manager's polling gate until it ends
-}
-
-// settled ends c's count in the Manager's polling gate. Called with s.mu
-// held.
-func (s *Session) settled(c *command) {
-	if c.awaited {
-		c.awaited = false
-		s.m.polling.End()
-	}
 }
 
 const (
@@ -265,11 +252,10 @@ func boot(ctx context.Context, m *Manager, dir string, meta sessionMeta, extra s
 	s.nextID = hist.newest() + 1
 	s.lastStatus = hist.lastExit()
 	s.exits.skipToEnd()
-	s.prepareAhead(s.nextID, nil, [2]int64{}, nil)
-	s.prepareAhead(s.nextID+1, nil, [2]int64{}, nil)
+	s.prepareAhead(s.nextID, nil)
+	s.prepareAhead(s.nextID+1, nil)
 	s.cwd = meta.Cwd
-	s.statusRd = pollread.New(status, &m.polling)
-	go s.readLoop(s.statusRd, nil)
+	go s.readLoop(status, nil)
 
 	env := append(m.baseEnv(), "PATINA_SESSION_ID="+meta.ID, meta.Marker)
 	if err := m.cfg.Launcher.Start(ctx, Process{Argv: s.supervisorArgv(), Env: env, Dir: meta.Cwd}); err != nil {
@@ -385,7 +371,7 @@ func (s *Session) shellLogTail() string {
 // below PIPE_BUF), and never blocks for long: the FIFO is drained by the
 // shell between commands, and we write at most a few lines ahead.
 func (s *Session) writeLine(line string) error {
-	if err := s.in.SetWriteDeadline(time.Now().Add(5 * time.Second)); err != nil {
+	if err := s.in.SetWriteDeadline(time.Now().Add(lineWriteWait)); err != nil {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
 	if _, err := io.WriteString(s.in, line); err != nil {
@@ -623,7 +609,6 @@ func (s *Session) finishWith(c *command, code int, notice string, stdout, stderr
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	s.settled(c)
 	c.tty.close()
 	now := time.Now().UTC()
 	res := ExecResult{
@@ -672,10 +657,9 @@ func (s *Session) finishWith(c *command, code int, notice string, stdout, stderr
 			s.lastStatus = code
 		}
 		// The next command's files are ready (prepared while this one ran);
-		// prepare the one after, recycling this one's, while it runs, and
-		// prune old ones then too: neither delays this result.
-		prev := c.files
-		s.prepareAhead(s.nextID+1, &prev, [2]int64{res.Stdout.Size, res.Stderr.Size}, s.pruned(c.id))
+		// prepare the one after while it runs, and prune old ones then
+		// too: neither delays this result.
+		s.prepareAhead(s.nextID+1, s.pruned(c.id))
 	}
 	s.dirty = true
 	s.scheduleSnapshot()
@@ -735,10 +719,9 @@ type prepJob struct {
 
 // prepareAhead makes command n's output files in the background (two
 // commands ahead of the one that just finished, so the work overlaps the
-// next command instead of delaying it), recycling prev's where they stayed
-// empty, and deletes prune's (if any). Called with s.mu held (or before
+// next command instead of delaying it), and deletes prune's (if any). Called with s.mu held (or before
 // the session is shared); teardown waits for it.
-func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, prune *cmdFiles) {
+func (s *Session) prepareAhead(n uint64, prune *cmdFiles) {
 	if s.prepared == nil {
 		s.prepared = map[uint64]*prepJob{}
 	}
@@ -763,7 +746,7 @@ func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, pru
 		if hook != nil {
 			hook()
 		}
-		job.clean = prepareOutputs(prev, prevSizes, next)
+		job.clean = prepareOutputs(next)
 		if prune != nil {
 			prune.removeOutput()
 		}
@@ -777,7 +760,7 @@ func (s *Session) prepareAhead(n uint64, prev *cmdFiles, prevSizes [2]int64, pru
 // reserved (s.starting).
 func (s *Session) waitPrepared(n uint64, job *prepJob) (clean bool) {
 	if job == nil {
-		return prepareOutputs(nil, [2]int64{}, s.files(n))
+		return prepareOutputs(s.files(n))
 	}
 	t := time.NewTimer(s.m.cfg.PrepareWait)
 	defer t.Stop()
@@ -816,9 +799,6 @@ func summarize(text string) string {
 func (s *Session) teardown() {
 	s.mu.Lock()
 	s.detached = true
-	if s.cur != nil {
-		s.settled(s.cur)
-	}
 	if s.snapTimer != nil {
 		s.snapTimer.Stop()
 	}

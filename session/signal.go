@@ -58,7 +58,7 @@ func (s *Session) stop(c *command, sig syscall.Signal, timeout bool) error {
 	shell := strconv.Itoa(s.meta.ShellPID)
 	s.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopSignalTimeout)
 	defer cancel()
 	tree, err := s.killtree(ctx, "stop", sigName(sig), "URG", shell)
 	// Once the shell is back at its prompt it runs this and reports.
@@ -79,7 +79,7 @@ func (s *Session) stop(c *command, sig syscall.Signal, timeout bool) error {
 // back, it SIGKILLs the tree, waits again, and replaces the shell.
 func (s *Session) escalate(c *command, shell string, tree []string) {
 	grace := s.m.cfg.InterruptGrace
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), escalateTimeout)
 	defer cancel()
 	if st, ok := s.waitSettled(c, grace); ok {
 		s.finishStopped(ctx, c, st, tree)
@@ -212,7 +212,7 @@ func (s *Session) killAll(ctx context.Context) {
 	}
 	select {
 	case <-s.readerDone:
-	case <-time.After(100 * time.Millisecond):
+	case <-time.After(hangupWait):
 	}
 	if _, err := s.killtree(ctx, "all", "KILL", rootArg, mark); err != nil {
 		s.log.Debug("close: SIGKILL", "err", err)

@@ -81,7 +81,7 @@ func (m *Manager) FlushSnapshots(ctx context.Context) {
 	for _, s := range ss {
 		s.takeSnapshot()
 	}
-	t := time.NewTicker(5 * time.Millisecond)
+	t := time.NewTicker(flushPoll)
 	defer t.Stop()
 	for _, s := range ss {
 		for {

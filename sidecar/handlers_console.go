@@ -116,6 +116,10 @@ func previewLocation(loc, prefix, addr, reqPath string) (string, error) {
 	return out, nil
 }
 
+// previewFlush is how often a preview's answer is flushed to the browser
+// while it streams (server-sent events, a dev server's reload channel).
+const previewFlush = 100 * time.Millisecond
+
 // handlePreview serves /preview/{id}/{port}/…: a forwarded port of a
 // workspace, through the sidecar, for a signed-in console (its preview
 // cookie) or a bearer. Only ports the workspace forwards are reached, and
@@ -197,7 +201,7 @@ func (s *Service) handlePreview(w http.ResponseWriter, r *http.Request) {
 			}
 			writeError(w, fmt.Errorf("%w: nothing answered on port %d of workspace %s: %v", workspace.ErrNotListening, port, id, err))
 		},
-		FlushInterval: 100 * time.Millisecond,
+		FlushInterval: previewFlush,
 	}
 	proxy.ServeHTTP(w, r)
 }

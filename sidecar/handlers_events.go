@@ -25,6 +25,9 @@ const (
 	maxEventStreams = 64
 	// eventWriteWait bounds one write to a stream's client.
 	eventWriteWait = 10 * time.Second
+	// sessionsPeekTimeout bounds one ask of a workspace's sessions: an
+	// agent that hangs costs the stream that poll, not the stream.
+	sessionsPeekTimeout = 10 * time.Second
 )
 
 // handleEvents serves GET /v1/events: server-sent events of the
@@ -74,7 +77,7 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 		if wsID == "" {
 			return true
 		}
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		sctx, cancel := context.WithTimeout(ctx, sessionsPeekTimeout)
 		infos, err := s.mgr.PeekSessions(sctx, wsID)
 		cancel()
 		if err != nil {

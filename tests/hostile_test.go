@@ -295,9 +295,8 @@ func TestHostileAgent(t *testing.T) {
 					t.Fatalf("a call to the hostile workspace took %s", d)
 				}
 			}
-			// Awaiting replies that never come, the sidecar polls for each
-			// at most briefly (internal/pollread), then sleeps: it never
-			// spins on the workspace's account.
+			// Awaiting replies that never come, the sidecar sleeps: it
+			// never spins on the workspace's account.
 			if cpu, wall := h.cpuTime()-cpu0, time.Since(wall0); mode == "hang" && cpu > wall/50+500*time.Millisecond {
 				t.Fatalf("the sidecar used %s of CPU in %s of calls to the hostile agent", cpu, wall)
 			} else {

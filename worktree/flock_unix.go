@@ -11,6 +11,14 @@ import (
 	"time"
 )
 
+// flock polls a lock that is held from flockFirstPoll, doubling up to
+// flockMaxPoll: a repository's locks are held for one git command (tens of
+// milliseconds), so a waiter gets it soon after, without spinning.
+const (
+	flockFirstPoll = time.Millisecond
+	flockMaxPoll   = 50 * time.Millisecond
+)
+
 // flock takes an exclusive flock(2) on path, polling (without blocking a
 // thread) until it is free or ctx is done. The lock file is never removed:
 // removing lock files races with their users.
@@ -19,7 +27,7 @@ func flock(ctx context.Context, path string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	wait := time.Millisecond
+	wait := flockFirstPoll
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -40,7 +48,7 @@ func flock(ctx context.Context, path string) (release func(), err error) {
 			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, 50*time.Millisecond)
+		wait = min(2*wait, flockMaxPoll)
 	}
 }
 

@@ -17,6 +17,10 @@ import (
 	"time"
 )
 
+// gitTermWait is how long a cancelled git command has after SIGTERM (to
+// remove its lock files) before it is killed.
+const gitTermWait = 5 * time.Second
+
 // fixedConfig goes before every git command patina runs: no hooks, no
 // signing, no fsmonitor daemons, no background gc, no colour or pager, no
 // submodule recursion, predictable diff prefixes, and checkouts that refuse
@@ -178,7 +182,7 @@ func (g *runner) stream(ctx context.Context, c gitCmd, consume func(io.Reader) e
 	// SIGTERM lets git remove its lock files (index.lock, ref locks) on
 	// the way out; SIGKILL follows if it does not exit.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
+	cmd.WaitDelay = gitTermWait
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -400,10 +400,6 @@ func (c *Client) roundTrip(ctx context.Context, conn *mux.Conn, method string, a
 	return err
 }
 
-// replyPoll is how long the connection polls for a call's reply (see
-// mux.Conn.ExpectReply): a short command's comes within half a millisecond.
-const replyPoll = 600 * time.Microsecond
-
 // open sends the call and reads the head; with o.keep the stream stays
 // open for the body and the caller closes the reply.
 func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, out any, o callOpts) (*reply, error) {
@@ -421,9 +417,6 @@ func (c *Client) open(ctx context.Context, conn *mux.Conn, method string, args, 
 			return nil, fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		return nil, err
-	}
-	if o.body == nil && !o.duplex {
-		defer conn.ExpectReply(replyPoll)()
 	}
 	stop := context.AfterFunc(ctx, func() { st.Reset("cancelled") })
 	fail := func(err error) (*reply, error) {

@@ -2,34 +2,16 @@ package agent
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/patina-dev/patina/sidecar/agent/internal/agenttest"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
-
-func testCAPEM(t *testing.T) string {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}
 
 // A client with Setup tells every agent it connects to (a new one too)
 // the environment of its new shells and the trust store to write, before
@@ -37,7 +19,7 @@ func testCAPEM(t *testing.T) string {
 func TestSetupEnvAndTrust(t *testing.T) {
 	f := newFixture(t)
 	dir := t.TempDir()
-	ca := testCAPEM(t)
+	ca := agenttest.CAPEM(t)
 	var calls atomic.Int32
 	req := &wire.SetupRequest{
 		Env: map[string]string{"GH": "patina-placeholder-1", "TOKEN": "s3cret value"},

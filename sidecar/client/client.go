@@ -27,6 +27,10 @@ type Client struct {
 	hc    *http.Client
 }
 
+// idleConnTimeout is how long an idle connection to the sidecar is kept
+// for the next call (net/http's DefaultTransport keeps one as long).
+const idleConnTimeout = 90 * time.Second
+
 // New returns a client for the sidecar at addr ("127.0.0.1:7070" or
 // "http://host:port") authenticating with token. hc may be nil.
 func New(addr, token string, hc *http.Client) *Client {
@@ -36,7 +40,7 @@ func New(addr, token string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{
 			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     90 * time.Second,
+			IdleConnTimeout:     idleConnTimeout,
 		}}
 	}
 	return &Client{base: strings.TrimRight(addr, "/"), token: token, hc: hc}

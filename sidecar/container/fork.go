@@ -74,6 +74,9 @@ type CopySpec = engine.CopySpec
 // copyTimeout bounds a fork's copy of volumes.
 const copyTimeout = 30 * time.Minute
 
+// logTailTimeout bounds reading a failed copier's last lines of output.
+const logTailTimeout = 10 * time.Second
+
 // CopyVolumes copies From's volumes into To's (created here) in a helper
 // container that holds only the two (From's read-only), runs `patina agent
 // copy` as root with no network and the workspace's own capabilities, and
@@ -151,7 +154,7 @@ func (d *Docker) CopyVolumes(ctx context.Context, spec CopySpec) error {
 
 // logTail is the end of a container's output, bounded.
 func (d *Docker) logTail(ctx context.Context, fa ForkAPI, id string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, logTailTimeout)
 	defer cancel()
 	rc, err := fa.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
 	if err != nil {

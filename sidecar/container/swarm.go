@@ -156,7 +156,7 @@ func (s *Swarm) Check(ctx context.Context) error {
 		"how", "on each node: patina image agent --binary "+s.cfg.NodeBinary+" (or docker save "+im.tag+" | docker load)")
 	s.checkNodesSoon()
 	// Bounded on its own: what it cannot remove in time stays, logged.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepTimeout)
 	defer cancel()
 	s.sweepLeftovers(sctx)
 	return nil
@@ -236,7 +236,7 @@ func (s *Swarm) List(ctx context.Context) ([]Owned, error) {
 	return out, nil
 }
 
-// Watch polls the services every two seconds (task changes are not events
+// Watch polls the services every watchPoll (task changes are not events
 // a manager reports) and calls fn with "start", "die" or "destroy" when a
 // workspace's task starts, stops running or its service goes.
 func (s *Swarm) Watch(ctx context.Context, fn func(workspaceID, containerID, action string)) {
@@ -264,7 +264,7 @@ func (s *Swarm) Watch(ctx context.Context, fn func(workspaceID, containerID, act
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(2 * time.Second):
+		case <-time.After(watchPoll):
 		}
 	}
 }

@@ -29,9 +29,9 @@ import (
 // may stay unreachable from the relay a while (the overlay's peers are
 // learnt again): after 15 s the relay is attached to the network anew.
 func (s *Swarm) StartAgent(ctx context.Context, id string, _ AgentStart) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, agentStartTimeout)
 	defer cancel()
-	refresh := time.Now().Add(15 * time.Second)
+	refresh := time.Now().Add(relayRefreshAfter)
 	for {
 		st, err := s.Inspect(ctx, id)
 		if err != nil {
@@ -40,7 +40,7 @@ func (s *Swarm) StartAgent(ctx context.Context, id string, _ AgentStart) error {
 		if !st.Running {
 			return fmt.Errorf("service %s has no running task (%s)", short(id), st.Error)
 		}
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		dctx, dcancel := context.WithTimeout(ctx, agentDialTimeout)
 		c, err := s.DialAgent(dctx, id)
 		dcancel()
 		if err == nil {

@@ -115,7 +115,7 @@ func (s *Swarm) create(ctx context.Context, spec Spec, imageID string) (string, 
 				CapabilityDrop: []string{"ALL"},
 				CapabilityAdd:  capNames(),
 				StopGracePeriod: func() *time.Duration {
-					d := 5 * time.Second
+					d := taskStopGrace
 					return &d
 				}(),
 			},
@@ -173,7 +173,7 @@ const unplaceable = 3 * time.Second
 // rejected or that failed before it ran, at once: Swarm would only try
 // again, the same way, until the deadline.
 func (s *Swarm) waitRunning(ctx context.Context, serviceID string, failFast bool) (swarm.Task, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, placeTimeout)
 	defer cancel()
 	var last string
 	var pendingSince time.Time
@@ -331,10 +331,10 @@ func (s *Swarm) Start(ctx context.Context, id string) error {
 	if err := s.replicas(ctx, id, 1); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	for nudges := 0; ; nudges++ {
-		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		wctx, wcancel := context.WithTimeout(ctx, startNudgeEvery)
 		_, err := s.waitRunning(wctx, id, false)
 		wcancel()
 		if err == nil || ctx.Err() != nil || nudges >= 5 {
@@ -397,7 +397,7 @@ func (s *Swarm) Stop(ctx context.Context, id string, timeout time.Duration) erro
 	if err := s.replicas(ctx, id, 0); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout+stopSlack)
 	defer cancel()
 	for {
 		ts, err := s.api.TaskList(ctx, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", id))})
@@ -461,7 +461,7 @@ func (s *Swarm) removeFailed(ctx context.Context, workspaceID, serviceID string)
 // of its service (serviceID, if any) are gone.
 func (s *Swarm) removeObjects(ctx context.Context, wsID, id string) error {
 	// Its secret and network stay in use until its tasks are gone.
-	gone, cancel := context.WithTimeout(ctx, 30*time.Second)
+	gone, cancel := context.WithTimeout(ctx, objectsFreeWait)
 	for gone.Err() == nil && id != "" {
 		ts, err := s.api.TaskList(gone, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", id))})
 		if err != nil || len(ts) == 0 {

@@ -2,7 +2,6 @@ package container
 
 import (
 	"context"
-	"time"
 
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -47,7 +46,7 @@ func (s *Swarm) sweepLeftovers(ctx context.Context) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), sweepVolumesTimeout)
 		defer cancel()
 		for ws := range gone {
 			if err := s.RemoveVolumes(ctx, ws); err != nil {

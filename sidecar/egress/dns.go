@@ -53,7 +53,7 @@ func startDNS(s *Service, at netip.AddrPort) (*dnsServer, error) {
 		}
 	})
 	d.udp = &dns.Server{PacketConn: ul, Handler: h}
-	d.tcp = &dns.Server{Listener: tl, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: func() time.Duration { return 10 * time.Second }}
+	d.tcp = &dns.Server{Listener: tl, Handler: h, ReadTimeout: dnsTCPReadWait, WriteTimeout: dnsTCPWriteWait, IdleTimeout: func() time.Duration { return dnsTCPIdle }}
 	for _, srv := range []*dns.Server{d.udp, d.tcp} {
 		d.wg.Add(1)
 		go func() {

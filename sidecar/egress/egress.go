@@ -194,7 +194,7 @@ func (s *Service) Start() error {
 	}()
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTicker(2 * time.Second)
+		t := time.NewTicker(hostsRefresh)
 		defer t.Stop()
 		for {
 			select {

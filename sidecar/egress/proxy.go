@@ -99,7 +99,7 @@ func (s *Service) serve(ctx context.Context, ln *net.TCPListener) {
 			}
 			s.log.Warn("egress proxy: accept", "err", err)
 			select {
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(acceptRetry):
 			case <-ctx.Done():
 				return
 			}
@@ -257,7 +257,7 @@ func sanitizeHeader(s string) string {
 // p allows (the workspace's own DNS answer and its destination address are
 // never used).
 func (s *Service) dialName(ctx context.Context, p Policy, name string, port uint16) (net.Conn, netip.AddrPort, *refusal) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout+lookupSlack)
 	defer cancel()
 	addrs, err := s.res.lookup(ctx, name)
 	if err != nil {

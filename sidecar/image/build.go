@@ -158,6 +158,11 @@ func (m *Manager) findDebootstrap() (string, error) {
 	return "", fmt.Errorf("%w (%s): install it with: apt-get install -y debootstrap", ErrNoDebootstrap, name)
 }
 
+// outputDrainWait is how long debootstrap's output is read after it and
+// its process group are gone: only a child that escaped the group can
+// still hold the pipe.
+const outputDrainWait = 2 * time.Second
+
 // debootstrap runs debootstrap into dir, copying its output to progress line
 // by line. It runs in its own process group, which is killed when ctx ends
 // (debootstrap's chrooted dpkg and friends with it) and when it exits (so no
@@ -202,7 +207,7 @@ func (m *Manager) debootstrap(ctx context.Context, path string, req BuildRequest
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leftovers of the group, if any
 	select {
 	case <-copied:
-	case <-time.After(2 * time.Second): // a child escaped the group and holds the pipe
+	case <-time.After(outputDrainWait): // a child escaped the group and holds the pipe
 		pr.Close()
 		<-copied
 	}

@@ -62,9 +62,12 @@ func New(src Source, extras Extras) *Metrics {
 	return m
 }
 
+// scrapeTimeout bounds the gathering of one scrape.
+const scrapeTimeout = 10 * time.Second
+
 // Handler serves the registry in Prometheus' text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: scrapeTimeout})
 }
 
 // Registry is the registry (for tests and other collectors).

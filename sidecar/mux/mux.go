@@ -196,6 +196,10 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
+// closeWriteWait bounds Close's writes (a write in flight, then the
+// goodbye): a peer that does not read must not hold a Close.
+const closeWriteWait = 100 * time.Millisecond
+
 // Close closes the connection, telling the peer; every stream fails with
 // ErrClosed.
 func (c *Conn) Close() error {
@@ -204,9 +208,9 @@ func (c *Conn) Close() error {
 	c.mu.Unlock()
 	if !closed {
 		// A write blocked on a peer that does not read gives up at once.
-		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteWait))
 		c.wmu.Lock()
-		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteWait))
 		_ = writeFrameTo(c.nc, typeGoAway, 0, 0, []byte("closing"))
 		c.wmu.Unlock()
 	}
@@ -628,29 +632,6 @@ func (c *Conn) forget(s *Stream) {
 
 // NetConn is the connection the streams travel on.
 func (c *Conn) NetConn() net.Conn { return c.nc }
-
-// ExpectNext tells the connection that the peer's next call may come
-// within d (a client running commands back to back): a connection that can
-// (PipeConn) polls for it, if the process awaits nothing else.
-func (c *Conn) ExpectNext(d time.Duration) {
-	if pc, ok := c.nc.(*PipeConn); ok {
-		pc.rd.Expect(d)
-	}
-}
-
-// ExpectReply tells the connection that a reply is due within about d: a
-// connection that can (PipeConn) polls for it instead of sleeping, if no
-// other reply is awaited in the process (pollread.Gate). Call the function
-// returned once the reply is in.
-func (c *Conn) ExpectReply(d time.Duration) (end func()) {
-	pc, ok := c.nc.(*PipeConn)
-	if !ok {
-		return func() {}
-	}
-	pipeGate.Begin()
-	pc.rd.Expect(d)
-	return pipeGate.End
-}
 
 // UseFullWindows makes the streams opened from now on, by either side,
 // start at Window both ways (and so never grow): what a peer older than

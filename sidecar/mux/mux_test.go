@@ -67,10 +67,7 @@ func hexs(b []byte) []byte {
 }
 
 // echo serves streams: it answers each with "re:" + header + the body.
-func echo(s *Conn) { echoThen(s, nil) }
-
-// echoThen is echo, calling after (if not nil) once each answer is sent.
-func echoThen(s *Conn, after func()) {
+func echo(s *Conn) {
 	for {
 		st, err := s.Accept(context.Background())
 		if err != nil {
@@ -83,9 +80,6 @@ func echoThen(s *Conn, after func()) {
 				return
 			}
 			_, _ = st.WriteFinal(append(append([]byte("re:"), st.Header()...), body...))
-			if after != nil {
-				after()
-			}
 		}()
 	}
 }

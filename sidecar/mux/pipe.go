@@ -2,7 +2,6 @@ package mux
 
 import (
 	"errors"
-	"github.com/patina-dev/patina/internal/pollread"
 	"net"
 	"os"
 	"time"
@@ -16,20 +15,16 @@ import (
 // writes and deadlines go through the runtime's poller.
 type PipeConn struct {
 	r, w *os.File
-	rd   *pollread.Reader
 }
-
-// pipeGate lets one PipeConn of the process poll at a time (Conn.ExpectReply).
-var pipeGate pollread.Gate
 
 // NewPipeConn returns a connection that reads from r and writes to w, and
 // closes both.
 func NewPipeConn(r, w *os.File) *PipeConn {
-	return &PipeConn{r: r, w: w, rd: pollread.New(r, &pipeGate)}
+	return &PipeConn{r: r, w: w}
 }
 
 // Read reads from the read pipe.
-func (p *PipeConn) Read(b []byte) (int, error) { return p.rd.Read(b) }
+func (p *PipeConn) Read(b []byte) (int, error) { return p.r.Read(b) }
 
 // Write writes to the write pipe.
 func (p *PipeConn) Write(b []byte) (int, error) { return p.w.Write(b) }
@@ -43,11 +38,11 @@ func (p *PipeConn) RemoteAddr() net.Addr { return pipeAddr(p.w.Name()) }
 
 // SetDeadline sets both deadlines.
 func (p *PipeConn) SetDeadline(t time.Time) error {
-	return errors.Join(p.rd.SetReadDeadline(t), p.w.SetWriteDeadline(t))
+	return errors.Join(p.r.SetReadDeadline(t), p.w.SetWriteDeadline(t))
 }
 
 // SetReadDeadline sets the read pipe's deadline.
-func (p *PipeConn) SetReadDeadline(t time.Time) error { return p.rd.SetReadDeadline(t) }
+func (p *PipeConn) SetReadDeadline(t time.Time) error { return p.r.SetReadDeadline(t) }
 
 // SetWriteDeadline sets the write pipe's deadline.
 func (p *PipeConn) SetWriteDeadline(t time.Time) error { return p.w.SetWriteDeadline(t) }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/patina-dev/patina/internal/pollread"
 )
 
 // pipePair is two PipeConns joined by two pipes.
@@ -88,19 +86,14 @@ func TestPipePeerThatDoesNotRead(t *testing.T) {
 	}
 }
 
-// Calls back to back with both ends polling (the client for each reply,
-// the server for the next call), from one caller and from several at once
-// (the server's wake-ups then race with its reads): nothing fails, is lost
-// or reordered, the pipes did poll, and the polling ends with the calls.
-func TestPipesPolling(t *testing.T) {
-	pollread.SetEnabled(true)
-	t.Cleanup(func() { pollread.SetEnabled(false) })
+// Calls back to back over pipes, from one caller and from several at
+// once: nothing fails, is lost or reordered.
+func TestPipeCallsBackToBack(t *testing.T) {
 	for _, callers := range []int{1, 4} {
 		a, b := pipePair(t)
 		c, s := Client(a, Config{}), Server(b, Config{})
 		t.Cleanup(func() { c.Close(); s.Close() })
-		go echoThen(s, func() { s.ExpectNext(time.Millisecond) })
-		polls := pipeGate.Polls()
+		go echo(s)
 		var wg sync.WaitGroup
 		errs := make(chan string, callers)
 		for k := 0; k < callers; k++ {
@@ -114,9 +107,7 @@ func TestPipesPolling(t *testing.T) {
 						errs <- err.Error()
 						return
 					}
-					end := c.ExpectReply(time.Millisecond)
 					got, err := io.ReadAll(st)
-					end()
 					st.Close()
 					if err != nil || string(got) != "re:"+string(h) {
 						errs <- fmt.Sprintf("%s: %q, %v", h, got, err)
@@ -129,16 +120,6 @@ func TestPipesPolling(t *testing.T) {
 		close(errs)
 		for e := range errs {
 			t.Fatalf("%d callers: %s", callers, e)
-		}
-		if pipeGate.Polls() == polls {
-			t.Fatalf("%d callers: no read polled", callers)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for polling, n := pipeGate.State(); polling || n != 0; polling, n = pipeGate.State() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the pipes still poll after the calls (polling %v, awaited %d)", polling, n)
-			}
-			time.Sleep(time.Millisecond)
 		}
 	}
 }

@@ -24,7 +24,10 @@ import (
 const (
 	readHeaderTimeout = 30 * time.Second
 	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 64 << 10
+	// upstreamIdle is how long an idle connection to a real server is
+	// kept for the next request (net/http's default).
+	upstreamIdle   = 90 * time.Second
+	maxHeaderBytes = 64 << 10
 	// HTTP/2 from the workspace: streams at once, and what it may send
 	// ahead of the server's reading.
 	maxStreams         = 16
@@ -262,7 +265,7 @@ func newUpstream(serverName string, dial func(context.Context) (net.Conn, error)
 			ForceAttemptHTTP2:      len(protos) > 1,
 			HTTP2:                  &http.HTTP2Config{MaxReceiveBufferPerConnection: serverConnWindow, MaxReceiveBufferPerStream: serverStreamWindow},
 			MaxIdleConnsPerHost:    4,
-			IdleConnTimeout:        90 * time.Second,
+			IdleConnTimeout:        upstreamIdle,
 			TLSHandshakeTimeout:    timeout,
 			ExpectContinueTimeout:  time.Second,
 			MaxResponseHeaderBytes: maxHeaderBytes,

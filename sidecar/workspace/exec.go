@@ -113,10 +113,14 @@ func (m *Manager) StartCommand(ctx context.Context, idOrName, sid string, req Ex
 	return id, resumed, nil
 }
 
+// logWaitLimit is how long logWhenDone waits for a command: the log is for
+// people, the history has the truth.
+const logWaitLimit = 24 * time.Hour
+
 // logWhenDone logs a started command once it finishes (or gives up after
-// a day: the log is for people, the history has the truth).
+// logWaitLimit).
 func (w *workspace) logWhenDone(c *agent.Client, sid, id, text string) {
-	ctx, cancel := context.WithTimeout(w.m.bg, 24*time.Hour)
+	ctx, cancel := context.WithTimeout(w.m.bg, logWaitLimit)
 	defer cancel()
 	if res, err := c.Wait(ctx, sid, id); err == nil {
 		res.Release()

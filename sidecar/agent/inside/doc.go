@@ -19,7 +19,8 @@
 //     and a swarm node's binary check (CheckBinary, `agent check-binary`).
 //
 // The agent's token is taken out of the environment before anything else
-// (secretenv_*.go), and the process keeps small (TuneProcess, memory.go).
+// (secretenv_*.go), and the process keeps small (memory.go; the runtime
+// knobs are set by a program's main through TuneProcess and TunePause).
 // Nothing of the sidecar is linked here: the sidecar's client of the agent
 // is package agent.
 package inside

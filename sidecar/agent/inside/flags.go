@@ -1,11 +1,6 @@
 package inside
 
-import (
-	"runtime"
-	"runtime/debug"
-
-	"github.com/patina-dev/patina/sidecar/agent/wire"
-)
+import "github.com/patina-dev/patina/sidecar/agent/wire"
 
 // FlagSet is what RunConfig.Flags needs of a flag set: the standard
 // library's *flag.FlagSet and cobra's *pflag.FlagSet both are one.
@@ -35,19 +30,3 @@ const (
 	ExitBinaryDiffers = 3
 	ExitBinaryMissing = 4
 )
-
-// TuneProcess sets the agent process's runtime knobs; a program's main
-// calls it before Run (Run itself changes nothing process-wide).
-func TuneProcess() {
-	// A small footprint: an agent lives in every workspace.
-	debug.SetGCPercent(50)
-	// One P: the agent mostly waits (on shells, on its connection) and
-	// hands each call between a few goroutines. With one P those handoffs
-	// stay on one thread instead of waking another (on a VM, waking an
-	// idle CPU costs tens of µs each): exec of `true` through the agent
-	// took 10-15% less (BenchmarkHTTPExecTrue, domain p50), and fewer
-	// threads hold fewer stacks. Its children (shells, git) are not
-	// affected; GOMAXPROCS is not changed in their environment.
-	runtime.GOMAXPROCS(1)
-	debug.SetMemoryLimit(48 << 20)
-}

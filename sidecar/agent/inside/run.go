@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -288,7 +287,6 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 	if token != "" {
 		env = append(os.Environ(), wire.TokenEnv+"="+token)
 	}
-	debug.SetGCPercent(10)
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
 	defer signal.Stop(sigs)

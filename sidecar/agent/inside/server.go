@@ -87,7 +87,6 @@ type Server struct {
 	terms  map[string]*terminal // by session id
 
 	calls atomic.Int64 // calls served, for releaseWhenQuiet
-	execs atomic.Int32 // exec calls in flight (nextPoll)
 
 	connMu sync.Mutex
 	conns  map[*mux.Conn]bool
@@ -311,11 +310,6 @@ var beforeSetup = map[string]bool{
 	wire.MethodSessionGet:    true,
 }
 
-// nextPoll is how long the agent polls for the next call after answering
-// an exec, if it runs no other (mux.Conn.ExpectNext): a client running
-// commands back to back sends its next within a few hundred microseconds.
-const nextPoll = 300 * time.Microsecond
-
 func (s *Server) serveStream(st *mux.Stream) {
 	defer st.Close()
 	s.calls.Add(1)
@@ -331,14 +325,6 @@ func (s *Server) serveStream(st *mux.Stream) {
 	}
 	if !beforeSetup[c.Method] {
 		s.waitSetup()
-	}
-	if c.Method == wire.MethodExec {
-		s.execs.Add(1)
-		defer func() {
-			if s.execs.Add(-1) == 0 {
-				st.Conn().ExpectNext(nextPoll)
-			}
-		}()
 	}
 	if err := h(s, st, c.Args); err != nil {
 		if s.stopping() {

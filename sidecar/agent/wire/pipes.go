@@ -24,6 +24,10 @@ import (
 // client (the exec relay, an older sidecar) by its first read.
 const PipesPreamble = "PATINA-PIPES/1\n"
 
+// offerWait bounds OfferPipes' one write: an agent that does not read its
+// socket must not hold the sidecar's connect.
+const offerWait = 5 * time.Second
+
 // OfferPipes moves a new connection to the agent from uc to two pipes (the
 // sidecar's side). It sends the agent its ends and closes uc and its own
 // copies of them, so that the agent's exit closes the connection. Nothing
@@ -43,7 +47,7 @@ func OfferPipes(uc *net.UnixConn) (net.Conn, error) {
 	// Fd puts these two in blocking mode, which the agent undoes: they are
 	// its ends, and this side closes them below.
 	rights := syscall.UnixRights(int(toAgentR.Fd()), int(fromAgentW.Fd()))
-	_ = uc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = uc.SetWriteDeadline(time.Now().Add(offerWait))
 	_, _, err = uc.WriteMsgUnix([]byte(PipesPreamble), rights, nil)
 	toAgentR.Close()
 	fromAgentW.Close()

@@ -30,7 +30,6 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/patina-dev/patina/internal/pollread"
 	"github.com/patina-dev/patina/sidecar/agent/inside"
 	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
@@ -83,7 +82,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageError(stderr, "--workspace-id is required")
 		}
 		inside.TuneProcess()
-		pollread.SetEnabled(os.Getenv("PATINA_POLL") == "on")
 		err = inside.Run(ctx, cfg)
 	case "pause":
 		once := fs.Bool("once", false, "start the command after -- once, never again")
@@ -97,6 +95,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if *once && len(keep) == 0 {
 			return usageError(stderr, "--once needs a patina command after --")
 		}
+		inside.TunePause()
 		err = inside.Pause(ctx, inside.PauseConfig{Keep: keep, Once: *once})
 	case "relay":
 		socket := fs.String("socket", wire.SocketName, "the agent's abstract socket")

@@ -112,7 +112,7 @@ not answer is killed first. The log is <state-dir>/agent.log.`,
 				return usagef("--workspace-id is required")
 			}
 			cfg.Version = version
-			agentKnobs()
+			inside.TuneProcess()
 			return inside.Run(cmd.Context(), cfg)
 		},
 	}
@@ -164,6 +164,7 @@ in PATINA_AGENT_TOKEN), and the sidecar starts any later one with docker exec.`,
 			if once && len(args) == 0 {
 				return usagef("--once needs a patina command after --")
 			}
+			inside.TunePause()
 			return inside.Pause(cmd.Context(), inside.PauseConfig{Keep: args, Once: once})
 		},
 	}

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
@@ -33,7 +32,7 @@ API cannot remove a node's volumes.`,
 				return err
 			}
 			defer api.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(cmd.Context(), removeVolumesWait)
 			defer cancel()
 			err = container.RemoveVolumesWhenFree(ctx, api, id)
 			if err != nil {

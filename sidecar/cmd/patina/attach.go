@@ -161,7 +161,7 @@ func (a *app) attachInput(ctx context.Context, cur func() *client.Terminal, inte
 		if err != nil {
 			if errors.Is(err, io.EOF) && !interactive {
 				// Let the shell read what was sent, then end it.
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(attachEOFSettle)
 				_ = cur().Write(ctx, []byte{4})
 			}
 			return
@@ -187,7 +187,7 @@ func (a *app) reattach(ctx context.Context, c *client.Client, ws, sid string, o 
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Duration(i+1) * 500 * time.Millisecond):
+		case <-time.After(time.Duration(i+1) * reattachBackoff):
 		}
 	}
 	return nil, err

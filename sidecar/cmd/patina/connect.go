@@ -178,14 +178,14 @@ func (a *app) client() (*client.Client, error) {
 		return nil, err
 	}
 	a.conn = c
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: localKeepAlive}
 	// The token goes only to a server that proves it holds it: after a
 	// sidecar dies, another program may listen on its port.
 	hc := &http.Client{Transport: client.Verifying(&http.Transport{
 		Proxy:               nil, // the sidecar is local: never go through a proxy
 		DialContext:         d.DialContext,
 		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
+		IdleConnTimeout:     localIdleConn,
 	}, c.Token)}
 	return client.New(c.Addr, c.Token, hc), nil
 }

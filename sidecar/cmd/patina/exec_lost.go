@@ -30,7 +30,7 @@ func (a *app) followLost(ctx context.Context, ws, sid string, lost *client.Strea
 	for {
 		c, err := a.client()
 		if err == nil {
-			hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			hctx, cancel := context.WithTimeout(ctx, healthWait)
 			err = c.Health(hctx)
 			cancel()
 		}

@@ -145,7 +145,7 @@ which the sidecar does not use.`,
 				return fmt.Errorf("docker client: %w", err)
 			}
 			defer cli.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(cmd.Context(), agentImageTimeout)
 			defer cancel()
 			tag, id, err := container.LoadAgentImage(ctx, cli, bin)
 			if err != nil {

@@ -166,7 +166,7 @@ func (l *sidecarLink) find(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, findTimeout)
 	defer cancel()
 	if _, err := c.ListWorkspaces(ctx); err != nil {
 		return nil, err
@@ -195,7 +195,7 @@ func (l *sidecarLink) start(ctx context.Context) (*client.Client, error) {
 		// holds the directory's lock while it adopts): give it a moment.
 		deadline := time.Now().Add(startRace)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(startRacePoll)
 			if c, ferr := l.find(ctx); ferr == nil {
 				return c, nil
 			}
@@ -241,7 +241,7 @@ func (l *sidecarLink) close() {
 	if svc == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), embeddedShutdown)
 	defer cancel()
 	if err := svc.Shutdown(ctx); err != nil {
 		l.log.Warn("shut down the sidecar", "err", err)
@@ -253,11 +253,11 @@ func (l *sidecarLink) close() {
 // localHTTPClient is an HTTP client for a sidecar on this machine: no
 // proxy, a short dial timeout.
 func localHTTPClient() *http.Client {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: localKeepAlive}
 	return &http.Client{Transport: &http.Transport{
 		Proxy:               nil,
 		DialContext:         d.DialContext,
 		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     30 * time.Second,
+		IdleConnTimeout:     localIdleConn,
 	}}
 }

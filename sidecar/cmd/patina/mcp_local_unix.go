@@ -44,7 +44,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		case <-ctx.Done():
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(lockPoll):
 		}
 	}
 }

@@ -13,11 +13,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
-	"time"
 
-	"github.com/patina-dev/patina/internal/pollread"
 	"github.com/patina-dev/patina/sidecar"
-	"github.com/patina-dev/patina/sidecar/agent/inside"
 	"github.com/patina-dev/patina/sidecar/budget"
 )
 
@@ -57,7 +54,6 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(serveProcs(runtime.GOMAXPROCS(0)))
 	}
-	pollKnob()
 	if !loopback(s.Addr) {
 		s.Logger.Warn("listening on a non-loopback address: anyone who can reach it and has the token can run commands", "addr", s.Addr)
 	}
@@ -147,22 +143,8 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: metricsReadHeader}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics", "addr", ln.Addr().String(), "path", "/metrics")
 	return func() { _ = srv.Close() }, nil
-}
-
-// agentKnobs sets the process-wide knobs of `patina agent serve`.
-func agentKnobs() {
-	inside.TuneProcess()
-	pollKnob()
-}
-
-// envPoll is the one switch of internal/pollread's polling: "on" in the
-// environment of serve (or of a workspace's agent) turns it on there.
-const envPoll = "PATINA_POLL"
-
-func pollKnob() {
-	pollread.SetEnabled(os.Getenv(envPoll) == "on")
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // espProbeArgs add the kind of IPsec state Docker's encrypted overlay
@@ -31,7 +30,7 @@ func checkESP(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: no ip command (iproute2): %v", errESPUnchecked, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, espCheckTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ip, espProbeArgs...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}

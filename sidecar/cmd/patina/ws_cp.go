@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,9 +47,7 @@ progress line shows what has been copied; off one nothing is shown.`,
 			case srcRemote && srcPath == "", dstRemote && dstPath == "":
 				return usagef("WS:PATH needs a path after the colon (relative to the workspace's /workspace)")
 			}
-			// A copy takes as long as its bytes do: the sidecar's own
-			// deadlines bound it, and Ctrl-C ends it.
-			return a.withClientWithin(cmd, 24*time.Hour, func(ctx context.Context, c *client.Client) error {
+			return a.withClientWithin(cmd, copyWithin, func(ctx context.Context, c *client.Client) error {
 				if dstRemote {
 					return a.upload(ctx, c, args[0], dstWS, dstPath)
 				}
