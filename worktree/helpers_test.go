@@ -43,6 +43,13 @@ func gitTry(dir string, args ...string) (string, error) {
 
 // gitTryEnvIn is gitTry with more environment and standard input.
 func gitTryEnvIn(dir string, env []string, stdin string, args ...string) (string, error) {
+	out, err := gitRawIn(dir, env, stdin, args...)
+	return strings.TrimRight(string(out), "\n"), err
+}
+
+// gitRawIn is gitTryEnvIn with git's output as it came: for binary output
+// (a pack), whose last byte may be a newline.
+func gitRawIn(dir string, env []string, stdin string, args ...string) ([]byte, error) {
 	full := append([]string{"-c", "user.name=Test User", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main"}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -56,9 +63,9 @@ func gitTryEnvIn(dir string, env []string, stdin string, args ...string) (string
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return strings.TrimRight(string(out), "\n"), errors.New(err.Error() + ": " + stderr.String())
+		return out, errors.New(err.Error() + ": " + stderr.String())
 	}
-	return strings.TrimRight(string(out), "\n"), nil
+	return out, nil
 }
 
 // newUserRepo makes a repository with two commits on main:

@@ -62,11 +62,10 @@ func TestScanPackPassesGitPacks(t *testing.T) {
 				{"thin-ref", "HEAD\n^" + first + "\n", []string{"--thin"}},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					out, err := gitTryIn(dir, tc.input, append([]string{"pack-objects", "--stdout", "--revs", "-q", "--window=50"}, tc.args...)...)
+					pack, err := gitRawIn(dir, nil, tc.input, append([]string{"pack-objects", "--stdout", "--revs", "-q", "--window=50"}, tc.args...)...)
 					if err != nil {
 						t.Fatal(err)
 					}
-					pack := []byte(out)
 					got, st, err := scanBytes(pack, scanLimits(hashLen))
 					if err != nil {
 						t.Fatalf("exp the pack accepted, got %v", err)

@@ -120,11 +120,11 @@ func (silentSource) Pack(context.Context, []string, []string) (io.ReadCloser, er
 // walk), as a hostile workspace can.
 func rawPack(t *testing.T, dir string, oids ...string) []byte {
 	t.Helper()
-	out, err := gitTryIn(dir, strings.Join(oids, "\n")+"\n", "pack-objects", "--stdout", "-q")
+	out, err := gitRawIn(dir, nil, strings.Join(oids, "\n")+"\n", "pack-objects", "--stdout", "-q")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []byte(out)
+	return out
 }
 
 // packOf is Inside.Pack's stream for want, excluding have.
