@@ -57,10 +57,15 @@ func (r *runner) idleWorkspace(ctx context.Context) (IdleWorkspace, error) {
 	return out, nil
 }
 
+// statsTimeout bounds reading one container's stats from the engine.
+const statsTimeout = 30 * time.Second
+
 // containerMemory is a container's memory as `docker stats` computes it:
 // usage less inactive file pages (cgroup v2 "inactive_file", v1
 // "total_inactive_file").
 func containerMemory(ctx context.Context, api DockerAPI, id string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
 	resp, err := api.ContainerStatsOneShot(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("read the container's stats: %w", err)

@@ -3,14 +3,12 @@ package bench
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
 	pclient "github.com/patina-dev/patina/sidecar/client"
@@ -146,7 +144,7 @@ func measureRuntime(ctx context.Context, o RuntimeOptions, root, name, host stri
 		}
 		if err == nil {
 			var m int64
-			if m, err = idleMemory(ctx, api, ws.ContainerID); err == nil {
+			if m, err = containerMemory(ctx, api, ws.ContainerID); err == nil {
 				mem += m
 			}
 		}
@@ -176,30 +174,6 @@ func timeExecs(ctx context.Context, c *pclient.Client, ws string, n int) (Latenc
 		ds = append(ds, time.Since(t0))
 	}
 	return summarise(ds), nil
-}
-
-// idleMemory is a container's memory as `docker stats` shows it: the
-// cgroup's usage less its inactive page cache.
-func idleMemory(ctx context.Context, api *client.Client, id string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	r, err := api.ContainerStatsOneShot(ctx, id)
-	if err != nil {
-		return 0, fmt.Errorf("the container's memory: %w", err)
-	}
-	defer r.Body.Close()
-	var st container.StatsResponse
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&st); err != nil {
-		return 0, fmt.Errorf("the container's memory: %w", err)
-	}
-	used := st.MemoryStats.Usage
-	for _, k := range []string{"total_inactive_file", "inactive_file"} {
-		if v, ok := st.MemoryStats.Stats[k]; ok && v < used {
-			used -= v
-			break
-		}
-	}
-	return int64(used), nil
 }
 
 // Pass is true: the runtimes' figures are not judged.

@@ -27,6 +27,8 @@ type benchOptions struct {
 	unencrypted bool
 	// runscHost is --runsc-host: compare runc with runsc (gVisor) there.
 	runscHost string
+	// density is --density: how many idle workspaces to hold at once.
+	density int
 }
 
 // report is a bench report: Report or SwarmReport.
@@ -77,6 +79,16 @@ idle workspace container's memory, and runsc's ratio to runc for each.
 --samples and --create-samples apply (defaults there 300 and 3); the image
 and the binary (--node-binary) must be on every node.
 
+With --density N, it measures instead how many workspaces this host holds:
+it creates N workspaces (4 at a time, each to its first exec), lets them
+idle, and prints an idle workspace's memory as docker stats shows it (its
+init, agent and one idle shell: target ≤ 6 MB), what each costs this host
+(MemAvailable before and after), the sidecar's RSS, and the time of one exec
+of ` + "`true`" + ` in each (target: every one within 1 s). The density run of
+README ("Density") is --density 1000; it needs about 15 GB of free memory
+and the engine's default limits (a thousand containers, a thousand veths
+unless the workspaces are network none).
+
 patina bench starts a sidecar of its own (this program's "serve" on a free
 loopback port, with a temporary state directory and token) so that it can
 read its memory use, and removes it, its workspaces and the directory at the
@@ -85,7 +97,8 @@ it does not use a running sidecar, nor the global --addr, --token and
 --state-dir. Progress goes to stderr.`,
 		Example: `  patina bench
   patina bench --json > bench.json
-  patina bench --samples 200 --sessions 10 --execs 20 --stream-mb 100 --diff-mb 10 --git-files 1000   # a quick run`,
+  patina bench --samples 200 --sessions 10 --execs 20 --stream-mb 100 --diff-mb 10 --git-files 1000   # a quick run
+  patina bench --density 1000   # a thousand idle workspaces on this host`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := a.executable()
@@ -94,6 +107,9 @@ it does not use a running sidecar, nor the global --addr, --token and
 			}
 			if o.runscHost != "" {
 				return o.runRuntimes(cmd, a, bin)
+			}
+			if cmd.Flags().Changed("density") {
+				return o.runDensity(cmd, a, bin)
 			}
 			switch o.engine {
 			case "docker":
@@ -145,6 +161,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
 	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
 	f.StringVar(&o.runscHost, "runsc-host", "", "compare the runtimes instead: a Docker engine (DOCKER_HOST form, unix:///run/gvisor-docker.sock) that has runsc registered; --samples and --create-samples apply (defaults there 300 and 3)")
+	f.IntVar(&o.density, "density", 0, "measure instead how many idle workspaces this host holds: create this many and time an exec in each (see above)")
 	f.StringVar(&o.nodeSocket, "swarm-node-socket", "", "--engine swarm: where every node's Docker socket is (default: serve's default), to remove the benchmark's volumes there")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: leave the workspaces' overlay networks unencrypted (as serve's flag)")
 	return cmd

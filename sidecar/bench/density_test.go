@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
+	"github.com/patina-dev/patina/tests"
+)
+
+func TestParseMemAvailable(t *testing.T) {
+	got, err := parseMemAvailable([]byte("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   12345 kB\n"))
+	if err != nil || got != 12345<<10 {
+		t.Fatalf("exp %d, got %d, %v", 12345<<10, got, err)
+	}
+	for _, bad := range []string{"MemTotal: 1 kB\n", "MemAvailable: 12 MB\n", "MemAvailable: lots kB\n"} {
+		if _, err := parseMemAvailable([]byte(bad)); err == nil {
+			t.Errorf("parseMemAvailable(%q): exp an error", bad)
+		}
+	}
+}
+
+// TestDensityTiny runs the density measurement with three workspaces
+// against the real binary and engine: the report's figures are consistent
+// and nothing is left behind. The thousand of README's run is a command,
+// not a test.
+func TestDensityTiny(t *testing.T) {
+	tests.RequireDocker(t)
+	bin := tests.Binary(t)
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	rep, err := Density(ctx, DensityOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
+	if err != nil {
+		t.Fatalf("Density: %v\nprogress:\n%s", err, progress.String())
+	}
+	if rep.Created != 3 || rep.CreateError != "" || rep.ExecErrors != 0 || rep.Exec.Samples != 3 {
+		t.Errorf("exp 3 created and 3 execs, got %+v", rep)
+	}
+	if rep.MemorySamples != 3 || rep.MemoryBytes <= 0 || rep.MaxMemoryBytes < rep.MemoryBytes {
+		t.Errorf("inconsistent memory figures: %+v", rep)
+	}
+	if rep.SidecarRSSBytes <= 0 || rep.HostAvailableBytes <= 0 {
+		t.Errorf("exp the sidecar's RSS and the host's memory, got %+v", rep)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "3 of 3") {
+		t.Errorf("report text: %v\n%s", err, text.String())
+	}
+	t.Logf("\n%s", text.String())
+	cs, err := api.ContainerList(context.Background(), container.ListOptions{
+		All: true, Filters: filters.NewArgs(filters.Arg("label", pcontainer.LabelStateDir)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if strings.Contains(c.Labels[pcontainer.LabelStateDir], "patina-bench-density-") {
+			t.Errorf("a workspace container of the run is left: %s %v", c.ID, c.Names)
+		}
+	}
+}
