@@ -160,7 +160,7 @@ type Config struct {
 	Network string
 	Bridge  string
 	// SubnetPool is where the network's subnet is taken from (default
-	// 10.213.0.0/16, a /24 per sidecar, chosen by the hash, the next free
+	// 10.213.0.0/16, a /22 per sidecar, chosen by the hash, the next free
 	// one on a clash): Docker's own pools hold about thirty networks.
 	SubnetPool netip.Prefix
 	// Runtime is the OCI runtime the engine runs workspaces' containers

@@ -22,6 +22,12 @@ type NetInfo struct {
 	Subnet  netip.Prefix
 }
 
+// workspaceSubnetBits is the size of the workspace network's subnet: a /22
+// holds 1,021 workspaces (a /24 held 253, fewer than one host runs idle:
+// `patina bench --density` found the limit), and the default pool, a /16,
+// 64 sidecars' networks.
+const workspaceSubnetBits = 22
+
 // createNetwork creates the sidecar's bridge network: no traffic between
 // its containers (enable_icc false), no masquerading (nothing leaves it
 // but through the sidecar's proxy), its interface named (the firewall
@@ -35,12 +41,9 @@ func (d *Docker) createNetwork(ctx context.Context) error {
 		opts["com.docker.network.bridge.name"] = d.cfg.Bridge
 	}
 	labels := map[string]string{LabelManaged: "1", LabelStateDir: d.cfg.StateDir}
-	subnets := candidateSubnets(d.cfg.SubnetPool, d.cfg.StateDir, 24)
+	subnets := candidateSubnets(d.cfg.SubnetPool, d.cfg.StateDir, workspaceSubnetBits)
 	var last error
-	for i, sub := range subnets {
-		if i == 16 {
-			break
-		}
+	for _, sub := range subnets {
 		gw := sub.Addr().Next()
 		_, err := d.api.NetworkCreate(ctx, d.cfg.Network, network.CreateOptions{
 			Driver:  "bridge",
