@@ -77,6 +77,10 @@ func (b *boundary) start(ctx context.Context) {
 	}
 }
 
+// networkSetupTimeout bounds making (or finding) the workspaces' network
+// and reading it back, at the sidecar's start.
+const networkSetupTimeout = time.Minute
+
 func (b *boundary) setup(ctx context.Context) error {
 	upstream := b.upstream
 	if upstream == "" {
@@ -85,7 +89,7 @@ func (b *boundary) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, networkSetupTimeout)
 	defer cancel()
 	info, err := b.docker.Network(ctx)
 	if err != nil {

@@ -740,11 +740,15 @@ func (d *Docker) Watch(ctx context.Context, fn func(workspaceID, containerID, ac
 			}
 		}
 		select { // the engine restarted or the stream broke: retry
-		case <-time.After(time.Second):
+		case <-time.After(eventsRetry):
 		case <-ctx.Done():
 		}
 	}
 }
+
+// eventsRetry is the pause before the engine's event stream is asked for
+// again after it broke (the engine restarted, say).
+const eventsRetry = time.Second
 
 func short(id string) string {
 	if len(id) > 12 {

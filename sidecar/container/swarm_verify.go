@@ -48,8 +48,11 @@ const agentImageRepo = "patina/agent"
 // in the check's container.
 const (
 	nodeCheckTimeout = 2 * time.Minute
-	nodeCheckPath    = "/node/patina"
-	swarmRoleCheck   = "agent-check"
+	// nodeCheckSlack is what the first round of checks in the background
+	// may take beyond one node's check (listing the nodes, the service).
+	nodeCheckSlack = time.Minute
+	nodeCheckPath  = "/node/patina"
+	swarmRoleCheck = "agent-check"
 )
 
 // Exit codes of `patina agent check-binary` (sidecar/cmd/patina).
@@ -374,7 +377,7 @@ func (s *Swarm) removeChecks(ctx context.Context) {
 // to end if it comes sooner).
 func (s *Swarm) checkNodesSoon() {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), nodeCheckTimeout+time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), nodeCheckTimeout+nodeCheckSlack)
 		defer cancel()
 		if _, err := s.verifyNodes(ctx, ""); err != nil {
 			s.log.Warn("check the agent's binary on the swarm's nodes", "err", err)

@@ -207,7 +207,7 @@ func (s *Service) handleHTTP(ctx context.Context, m *member, f *flow, orig netip
 	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(first), c), maxHeadLine)
 	deny := func(dest, rule string) {
 		s.refused(m, dest, rule)
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
 		write403(c, dest, rule)
 		closeGently(c)
 	}

@@ -220,7 +220,7 @@ func (s *Service) refuse(m *member, c *net.TCPConn, dest, rule string) {
 	b := make([]byte, 1)
 	n, _ := c.Read(b)
 	if n == 1 && b[0] >= 'A' && b[0] <= 'Z' {
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
 		write403(c, dest, rule)
 		closeGently(c)
 		return
@@ -233,7 +233,7 @@ func (s *Service) refuse(m *member, c *net.TCPConn, dest, rule string) {
 // reset does not destroy the answer before the client reads it.
 func closeGently(c *net.TCPConn) {
 	_ = c.CloseWrite()
-	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(closeDrain))
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 	c.Close()
 }

@@ -22,4 +22,11 @@ const (
 	// lookupSlack is how much longer than Config.DialTimeout resolving a
 	// name and dialing it may take together.
 	lookupSlack = 5 * time.Second
+
+	// refusalWrite bounds writing a refusal (403) to a client that may not
+	// read it; closeDrain is how long what a refused or answered client
+	// still sends is read and dropped, so that the reset does not destroy
+	// the answer before the client reads it.
+	refusalWrite = time.Second
+	closeDrain   = time.Second
 )

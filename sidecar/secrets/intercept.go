@@ -26,8 +26,11 @@ const (
 	idleTimeout       = 2 * time.Minute
 	// upstreamIdle is how long an idle connection to a real server is
 	// kept for the next request (net/http's default).
-	upstreamIdle   = 90 * time.Second
-	maxHeaderBytes = 64 << 10
+	upstreamIdle = 90 * time.Second
+	// expectContinueWait is how long a request with "Expect: 100-continue"
+	// waits for the upstream's go-ahead before its body is sent anyway.
+	expectContinueWait = time.Second
+	maxHeaderBytes     = 64 << 10
 	// HTTP/2 from the workspace: streams at once, and what it may send
 	// ahead of the server's reading.
 	maxStreams         = 16
@@ -267,7 +270,7 @@ func newUpstream(serverName string, dial func(context.Context) (net.Conn, error)
 			MaxIdleConnsPerHost:    4,
 			IdleConnTimeout:        upstreamIdle,
 			TLSHandshakeTimeout:    timeout,
-			ExpectContinueTimeout:  time.Second,
+			ExpectContinueTimeout:  expectContinueWait,
 			MaxResponseHeaderBytes: maxHeaderBytes,
 		}
 	}
