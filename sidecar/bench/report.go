@@ -76,6 +76,8 @@ type Report struct {
 	// Fork: a fork of a workspace with Fork.Bytes installed, to its first
 	// exec.
 	Fork Fork `json:"fork"`
+	// Resume: a workspace stopped by idle stop to its next exec's result.
+	Resume Resume `json:"resume"`
 	// RepoCreate: workspaces of a large repository, created to their first
 	// exec.
 	RepoCreate RepoCreate `json:"repo_create"`
@@ -264,6 +266,8 @@ func (r Report) WriteText(w io.Writer) error {
 	row(fmt.Sprintf("HTTP GET p50 forwarded / direct (%d samples)", p.Forwarded.Samples),
 		fmtMS(p.Forwarded.P50MS)+" / "+fmtMS(p.Direct.P50MS)+fmt.Sprintf(" (+%s)", fmtMS(p.AddedP50MS)), "", "")
 	row(fmt.Sprintf("fork of a workspace with %s installed, to its first exec", fmtBytes(r.Fork.Bytes)), fmtMS(r.Fork.MS), "", "")
+	row(fmt.Sprintf("resume after idle stop → first exec p50 / max (%d samples)", r.Resume.Samples),
+		fmt.Sprintf("%s / %s (shell state kept: %s; target p50 ≤ %d ms)", fmtMS(r.Resume.P50MS), fmtMS(r.Resume.MaxMS), yesNo(r.Resume.StateKept), TargetResumeP50MS), "", "")
 	rc := r.RepoCreate
 	row(fmt.Sprintf("create of a %d-file repository workspace (%s packed) → first exec: first of its base / second / a later base", rc.Files, fmtBytes(rc.PackBytes)),
 		fmtMS(rc.FirstMS)+" / "+fmtMS(rc.SecondMS)+" / "+fmtMS(rc.LaterMS), "", "")

@@ -205,6 +205,11 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 
+	r.progress("%d × resume after idle stop → first exec", o.CreateSamples)
+	if rep.Resume, err = r.resume(ctx); err != nil {
+		return err
+	}
+
 	r.progress("git status in a workspace of %d files and in its repository", o.GitFiles)
 	if rep.GitStatus, err = r.gitStatus(ctx); err != nil {
 		return err
