@@ -59,6 +59,13 @@ func TestDensityTiny(t *testing.T) {
 		t.Errorf("report text: %v\n%s", err, text.String())
 	}
 	t.Logf("\n%s", text.String())
+	assertNoneLeft(t, api, "patina-bench-density-")
+}
+
+// assertNoneLeft fails when a workspace container of a run whose state
+// directory's name starts with prefix is left.
+func assertNoneLeft(t *testing.T, api *client.Client, prefix string) {
+	t.Helper()
 	cs, err := api.ContainerList(context.Background(), container.ListOptions{
 		All: true, Filters: filters.NewArgs(filters.Arg("label", pcontainer.LabelStateDir)),
 	})
@@ -66,7 +73,7 @@ func TestDensityTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
-		if strings.Contains(c.Labels[pcontainer.LabelStateDir], "patina-bench-density-") {
+		if strings.Contains(c.Labels[pcontainer.LabelStateDir], prefix) {
 			t.Errorf("a workspace container of the run is left: %s %v", c.ID, c.Names)
 		}
 	}

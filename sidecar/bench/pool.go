@@ -94,7 +94,12 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 // waitRunning waits until n containers of the sidecar of stateDir run
 // (the pool is full: the samples' workspaces were deleted).
 func (r *runner) waitRunning(ctx context.Context, stateDir string, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, poolReadyWait)
+	return r.waitRunningWithin(ctx, stateDir, n, poolReadyWait)
+}
+
+// waitRunningWithin is waitRunning with its bound.
+func (r *runner) waitRunningWithin(ctx context.Context, stateDir string, n int, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	for {
 		list, err := r.api.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
@@ -107,7 +112,7 @@ func (r *runner) waitRunning(ctx context.Context, stateDir string, n int) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the warm pool did not fill within %s", poolReadyWait)
+			return fmt.Errorf("the warm pool did not fill within %s", within)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -27,8 +27,9 @@ type benchOptions struct {
 	unencrypted bool
 	// runscHost is --runsc-host: compare runc with runsc (gVisor) there.
 	runscHost string
-	// density is --density: how many idle workspaces to hold at once.
-	density int
+	// density is --density: how many idle workspaces to hold at once;
+	// burst is --burst: how many creates to send at once.
+	density, burst int
 }
 
 // report is a bench report: Report or SwarmReport.
@@ -89,6 +90,11 @@ README ("Density") is --density 1000; it needs about 15 GB of free memory
 and the engine's default limits (a thousand containers, a thousand veths
 unless the workspaces are network none).
 
+With --burst N, it measures instead N creates sent at once, each to its
+first exec, to a sidecar started with --warm N once its pool is full
+(target: p95 ≤ 1 s), and then N creates at once that the pool cannot serve
+(each with an env), while the pool refills.
+
 patina bench starts a sidecar of its own (this program's "serve" on a free
 loopback port, with a temporary state directory and token) so that it can
 read its memory use, and removes it, its workspaces and the directory at the
@@ -98,7 +104,8 @@ it does not use a running sidecar, nor the global --addr, --token and
 		Example: `  patina bench
   patina bench --json > bench.json
   patina bench --samples 200 --sessions 10 --execs 20 --stream-mb 100 --diff-mb 10 --git-files 1000   # a quick run
-  patina bench --density 1000   # a thousand idle workspaces on this host`,
+  patina bench --density 1000   # a thousand idle workspaces on this host
+  patina bench --burst 100      # a hundred creates at once, with a warm pool of 100`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := a.executable()
@@ -110,6 +117,9 @@ it does not use a running sidecar, nor the global --addr, --token and
 			}
 			if cmd.Flags().Changed("density") {
 				return o.runDensity(cmd, a, bin)
+			}
+			if cmd.Flags().Changed("burst") {
+				return o.runBurst(cmd, a, bin)
 			}
 			switch o.engine {
 			case "docker":
@@ -162,6 +172,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
 	f.StringVar(&o.runscHost, "runsc-host", "", "compare the runtimes instead: a Docker engine (DOCKER_HOST form, unix:///run/gvisor-docker.sock) that has runsc registered; --samples and --create-samples apply (defaults there 300 and 3)")
 	f.IntVar(&o.density, "density", 0, "measure instead how many idle workspaces this host holds: create this many and time an exec in each (see above)")
+	f.IntVar(&o.burst, "burst", 0, "measure instead this many creates at once, with a warm pool as large and without (see above)")
 	f.StringVar(&o.nodeSocket, "swarm-node-socket", "", "--engine swarm: where every node's Docker socket is (default: serve's default), to remove the benchmark's volumes there")
 	f.BoolVar(&o.unencrypted, "swarm-unencrypted", false, "--engine swarm: leave the workspaces' overlay networks unencrypted (as serve's flag)")
 	return cmd

@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	pclient "github.com/patina-dev/patina/sidecar/client"
+)
+
+// TargetBurstP95MS is issue 28's figure for a burst of creates with a warm
+// pool as large as the burst: p95 to the first exec ≤ 1 s.
+const TargetBurstP95MS = 1000
+
+// Burst run timings.
+const (
+	// burstPoolWaitEach bounds filling the pool, per pooled workspace.
+	burstPoolWaitEach = 3 * time.Second
+	// burstCreateTimeout bounds one create and its first exec.
+	burstCreateTimeout = 5 * time.Minute
+)
+
+// BurstOptions configure Burst: many creates at once.
+type BurstOptions struct {
+	// Binary is the patina executable (required); Image the workspaces'
+	// image (default image.DefaultTag).
+	Binary string
+	Image  string
+	// Workspaces is how many creates are sent at once, and the size of
+	// the warm pool (required).
+	Workspaces   int
+	API          DockerAPI
+	Progress     io.Writer
+	StartTimeout time.Duration
+}
+
+// BurstReport: Workspaces creates sent at once, each to its first exec,
+// to a sidecar whose warm pool holds as many (Pool), then as many that the
+// pool cannot serve (NoPool: each with an env).
+type BurstReport struct {
+	Workspaces int     `json:"workspaces"`
+	Pool       Latency `json:"pool"`
+	NoPool     Latency `json:"no_pool"`
+	// P95 of each (Latency has no p95).
+	PoolP95MS   float64 `json:"pool_p95_ms"`
+	NoPoolP95MS float64 `json:"no_pool_p95_ms"`
+	Errors      int     `json:"errors"`
+	FirstError  string  `json:"first_error,omitempty"`
+}
+
+// Burst starts a sidecar with `serve --warm N`, waits for the pool to
+// fill, sends N creates at once (each timed to its first exec), deletes
+// them, and does the same with N creates the pool cannot serve.
+func Burst(ctx context.Context, o BurstOptions) (BurstReport, error) {
+	rep := BurstReport{Workspaces: o.Workspaces}
+	if o.Binary == "" || o.API == nil || o.Workspaces <= 0 {
+		return rep, errors.New("bench burst: the binary, the engine and a positive count are required")
+	}
+	o.Image = cmp.Or(o.Image, Options{}.withDefaults().Image)
+	o.StartTimeout = cmp.Or(o.StartTimeout, 30*time.Second)
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	root, err := os.MkdirTemp("", "patina-bench-burst-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(root)
+	stateDir := filepath.Join(root, "state")
+	p, err := startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "serve.log"), o.Image, o.StartTimeout, "--warm", fmt.Sprint(o.Workspaces))
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		p.stop()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+time.Duration(o.Workspaces)*time.Second)
+		_ = removeContainers(cctx, o.API, stateDir)
+		cancel()
+	}()
+	c := pclient.New(p.Addr, p.Token, nil)
+	r := &runner{api: o.API}
+	fmt.Fprintf(o.Progress, "bench: burst: filling a warm pool of %d\n", o.Workspaces)
+	if err := r.waitRunningWithin(ctx, stateDir, o.Workspaces, time.Duration(o.Workspaces)*burstPoolWaitEach); err != nil {
+		return rep, err
+	}
+	for _, phase := range []struct {
+		name string
+		env  map[string]string
+		lat  *Latency
+		p95  *float64
+	}{
+		{"pool", nil, &rep.Pool, &rep.PoolP95MS},
+		{"nopool", map[string]string{"BENCH": "1"}, &rep.NoPool, &rep.NoPoolP95MS},
+	} {
+		fmt.Fprintf(o.Progress, "bench: burst: %d creates at once (%s)\n", o.Workspaces, phase.name)
+		ds, ids, errs := createAtOnce(ctx, c, o, phase.name, phase.env)
+		for _, err := range errs {
+			rep.Errors++
+			if rep.FirstError == "" {
+				rep.FirstError = err.Error()
+			}
+		}
+		*phase.lat, *phase.p95 = summarise(ds), p95(ds)
+		for _, id := range ids {
+			_ = c.DeleteWorkspace(context.WithoutCancel(ctx), id, pclient.DeleteOptions{})
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// createAtOnce sends o.Workspaces creates at once, each followed by an
+// exec of `true`, and returns the times of those that worked, the ids
+// created and the errors.
+func createAtOnce(ctx context.Context, c *pclient.Client, o BurstOptions, prefix string, env map[string]string) ([]time.Duration, []string, []error) {
+	var (
+		mu   sync.Mutex
+		ds   []time.Duration
+		ids  []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i := range o.Workspaces {
+		wg.Go(func() {
+			<-start
+			cctx, cancel := context.WithTimeout(ctx, burstCreateTimeout)
+			defer cancel()
+			t0 := time.Now()
+			w, err := c.CreateWorkspace(cctx, pclient.CreateWorkspaceRequest{Name: fmt.Sprintf("bench-burst-%s-%d", prefix, i), Image: o.Image, Env: env})
+			if err == nil {
+				err = execTrue(cctx, c, w.ID, "default")
+			}
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			if w.ID != "" {
+				ids = append(ids, w.ID)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("workspace %d: %w", i+1, err))
+				return
+			}
+			ds = append(ds, d)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return ds, ids, errs
+}
+
+// p95 is the 95th percentile of ds, in milliseconds (nearest rank).
+func p95(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*95 + 99) / 100 // nearest rank, 1-based
+	return ms(s[max(i, 1)-1])
+}
+
+// Pass: every create worked, and with the pool p95 ≤ 1 s.
+func (r BurstReport) Pass() bool {
+	return r.Errors == 0 && r.Pool.Samples == r.Workspaces && r.PoolP95MS <= TargetBurstP95MS
+}
+
+// WriteText prints the burst run.
+func (r BurstReport) WriteText(w io.Writer) error {
+	verdict := "MISS"
+	if r.Pass() {
+		verdict = "PASS"
+	}
+	_, err := fmt.Fprintf(w, `%d creates at once → first exec, with a warm pool of %d: p50 %s, p95 %s, max %s   target p95 ≤ 1 s   %s
+%d creates at once → first exec, none from the pool:      p50 %s, p95 %s, max %s
+failed: %d%s
+`,
+		r.Workspaces, r.Workspaces, fmtMS(r.Pool.P50MS), fmtMS(r.PoolP95MS), fmtMS(r.Pool.MaxMS), verdict,
+		r.Workspaces, fmtMS(r.NoPool.P50MS), fmtMS(r.NoPoolP95MS), fmtMS(r.NoPool.MaxMS),
+		r.Errors, firstErr(r.FirstError))
+	return err
+}
+
+func firstErr(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (first: " + s + ")"
+}
