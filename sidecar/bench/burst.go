@@ -1,14 +1,18 @@
 package bench
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +27,8 @@ const TargetBurstP95MS = 1000
 const (
 	// burstPoolWaitEach bounds filling the pool, per pooled workspace.
 	burstPoolWaitEach = 3 * time.Second
+	// burstPoolPoll is how often the pool's readiness is read.
+	burstPoolPoll = 100 * time.Millisecond
 	// burstCreateTimeout bounds one create and its first exec.
 	burstCreateTimeout = 5 * time.Minute
 )
@@ -85,9 +91,8 @@ func Burst(ctx context.Context, o BurstOptions) (BurstReport, error) {
 		cancel()
 	}()
 	c := pclient.New(p.Addr, p.Token, nil)
-	r := &runner{api: o.API}
 	fmt.Fprintf(o.Progress, "bench: burst: filling a warm pool of %d\n", o.Workspaces)
-	if err := r.waitRunningWithin(ctx, stateDir, o.Workspaces, time.Duration(o.Workspaces)*burstPoolWaitEach); err != nil {
+	if err := waitPoolReady(ctx, p, o.Workspaces, time.Duration(o.Workspaces)*burstPoolWaitEach); err != nil {
 		return rep, err
 	}
 	for _, phase := range []struct {
@@ -116,6 +121,49 @@ func Burst(ctx context.Context, o BurstOptions) (BurstReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// waitPoolReady waits until the sidecar's warm pool has n workspaces ready
+// to be taken (its patina_pool_ready metric): running containers are not
+// enough, a pooled one is ready once its agent answers.
+func waitPoolReady(ctx context.Context, p *sidecarProc, n int, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		ready, err := poolReady(ctx, p)
+		if err == nil && ready >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the warm pool did not have %d workspaces ready within %s (last: %d, %v)", n, within, ready, err)
+		case <-time.After(burstPoolPoll):
+		}
+	}
+}
+
+// poolReady reads patina_pool_ready from the sidecar's GET /metrics.
+func poolReady(ctx context.Context, p *sidecarProc) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "patina_pool_ready "); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, errors.New("GET /metrics: no patina_pool_ready")
 }
 
 // createAtOnce sends o.Workspaces creates at once, each followed by an

@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 
 	pclient "github.com/patina-dev/patina/sidecar/client"
-	pcontainer "github.com/patina-dev/patina/sidecar/container"
 )
 
 // WarmPool times create → first exec on a sidecar with `serve --warm 1`:
@@ -67,7 +65,7 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 	}
 	pool, own := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
-		if err := r.waitRunning(ctx, dir, 1); err != nil {
+		if err := waitPoolReady(ctx, p, 1, poolReadyWait); err != nil {
 			return wp, err
 		}
 		d, err := sample(fmt.Sprintf("bench-pool-%d", i), nil)
@@ -75,7 +73,7 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 			return wp, err
 		}
 		pool = append(pool, d)
-		if err := r.waitRunning(ctx, dir, 1); err != nil {
+		if err := waitPoolReady(ctx, p, 1, poolReadyWait); err != nil {
 			return wp, err
 		}
 		if d, err = sample(fmt.Sprintf("bench-nopool-%d", i), map[string]string{"BENCH": "1"}); err != nil {
@@ -89,33 +87,6 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 		wp.NoPoolRatio = wp.NoPool.P50MS / wp.DockerRun.P50MS
 	}
 	return wp, nil
-}
-
-// waitRunning waits until n containers of the sidecar of stateDir run
-// (the pool is full: the samples' workspaces were deleted).
-func (r *runner) waitRunning(ctx context.Context, stateDir string, n int) error {
-	return r.waitRunningWithin(ctx, stateDir, n, poolReadyWait)
-}
-
-// waitRunningWithin is waitRunning with its bound.
-func (r *runner) waitRunningWithin(ctx context.Context, stateDir string, n int, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	for {
-		list, err := r.api.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
-			filters.Arg("label", pcontainer.LabelStateDir+"="+stateDir), filters.Arg("label", pcontainer.LabelWorkspace), filters.Arg("status", "running"))})
-		if err != nil {
-			return fmt.Errorf("wait for the warm pool: %w", err)
-		}
-		if len(list) >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the warm pool did not fill within %s", within)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // dockerRun is `docker run --rm IMAGE true` through the API: create,
