@@ -15,4 +15,9 @@
 // it can read the process's RSS from /proc, and removes it, its workspaces
 // and the directory at the end. The result is a [Report], which marshals
 // to JSON and prints as a table with [Report.WriteText].
+//
+// Other measurements, each with a sidecar of its own: [Density] (how many
+// idle workspaces this host holds, each timed to an exec), [Burst] (many
+// creates at once, with a warm pool as large and without), [Runtimes]
+// (runc against runsc) and [RunSwarm] (a workspace on another node).
 package bench
