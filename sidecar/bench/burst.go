@@ -2,14 +2,11 @@ package bench
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,20 +30,6 @@ const (
 	burstCreateTimeout = 5 * time.Minute
 )
 
-// BurstOptions configure Burst: many creates at once.
-type BurstOptions struct {
-	// Binary is the patina executable (required); Image the workspaces'
-	// image (default image.DefaultTag).
-	Binary string
-	Image  string
-	// Workspaces is how many creates are sent at once, and the size of
-	// the warm pool (required).
-	Workspaces   int
-	API          DockerAPI
-	Progress     io.Writer
-	StartTimeout time.Duration
-}
-
 // BurstReport: Workspaces creates sent at once, each to its first exec,
 // to a sidecar whose warm pool holds as many (Pool), then as many that the
 // pool cannot serve (NoPool: each with an env).
@@ -64,32 +47,16 @@ type BurstReport struct {
 // Burst starts a sidecar with `serve --warm N`, waits for the pool to
 // fill, sends N creates at once (each timed to its first exec), deletes
 // them, and does the same with N creates the pool cannot serve.
-func Burst(ctx context.Context, o BurstOptions) (BurstReport, error) {
+func Burst(ctx context.Context, o HostOptions) (BurstReport, error) {
 	rep := BurstReport{Workspaces: o.Workspaces}
-	if o.Binary == "" || o.API == nil || o.Workspaces <= 0 {
-		return rep, errors.New("bench burst: the binary, the engine and a positive count are required")
+	if err := o.prepare("burst"); err != nil {
+		return rep, err
 	}
-	o.Image = cmp.Or(o.Image, Options{}.withDefaults().Image)
-	o.StartTimeout = cmp.Or(o.StartTimeout, 30*time.Second)
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	root, err := os.MkdirTemp("", "patina-bench-burst-")
+	p, done, err := o.startOwn(ctx, "burst", "--warm", fmt.Sprint(o.Workspaces))
 	if err != nil {
 		return rep, err
 	}
-	defer os.RemoveAll(root)
-	stateDir := filepath.Join(root, "state")
-	p, err := startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "serve.log"), o.Image, o.StartTimeout, "--warm", fmt.Sprint(o.Workspaces))
-	if err != nil {
-		return rep, err
-	}
-	defer func() {
-		p.stop()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+time.Duration(o.Workspaces)*time.Second)
-		_ = removeContainers(cctx, o.API, stateDir)
-		cancel()
-	}()
+	defer done()
 	c := pclient.New(p.Addr, p.Token, nil)
 	fmt.Fprintf(o.Progress, "bench: burst: filling a warm pool of %d\n", o.Workspaces)
 	if err := waitPoolReady(ctx, p, o.Workspaces, time.Duration(o.Workspaces)*burstPoolWaitEach); err != nil {
@@ -169,7 +136,7 @@ func poolReady(ctx context.Context, p *sidecarProc) (int, error) {
 // createAtOnce sends o.Workspaces creates at once, each followed by an
 // exec of `true`, and returns the times of those that worked, the ids
 // created and the errors.
-func createAtOnce(ctx context.Context, c *pclient.Client, o BurstOptions, prefix string, env map[string]string) ([]time.Duration, []string, []error) {
+func createAtOnce(ctx context.Context, c *pclient.Client, o HostOptions, prefix string, env map[string]string) ([]time.Duration, []string, []error) {
 	var (
 		mu   sync.Mutex
 		ds   []time.Duration

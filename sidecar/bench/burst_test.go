@@ -41,7 +41,7 @@ func TestBurstTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	rep, err := Burst(ctx, BurstOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
+	rep, err := Burst(ctx, HostOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
 	if err != nil {
 		t.Fatalf("Burst: %v\nprogress:\n%s", err, progress.String())
 	}

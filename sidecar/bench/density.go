@@ -3,13 +3,11 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,22 +34,6 @@ const (
 	// reading each of a thousand takes minutes and says no more.
 	densityMemorySamples = 50
 )
-
-// DensityOptions configure Density: how many idle workspaces this host
-// holds.
-type DensityOptions struct {
-	// Binary is the patina executable (required); Image the workspaces'
-	// image (default image.DefaultTag).
-	Binary string
-	Image  string
-	// Workspaces is how many to create and keep idle (required).
-	Workspaces int
-	// API is this host's Docker engine (required): the containers'
-	// memory is read from it.
-	API          DockerAPI
-	Progress     io.Writer
-	StartTimeout time.Duration
-}
 
 // DensityReport is a density run: Workspaces created, all left idle, then
 // each asked to run `true`.
@@ -85,33 +67,16 @@ type DensityReport struct {
 // Density creates o.Workspaces workspaces (densityParallel at a time, each
 // to its first exec), lets them idle, reads their memory and the host's,
 // and then times one exec in each. It removes them all at the end.
-func Density(ctx context.Context, o DensityOptions) (DensityReport, error) {
+func Density(ctx context.Context, o HostOptions) (DensityReport, error) {
 	rep := DensityReport{Workspaces: o.Workspaces}
-	if o.Binary == "" || o.API == nil || o.Workspaces <= 0 {
-		return rep, errors.New("bench density: the binary, the engine and a positive count are required")
+	if err := o.prepare("density"); err != nil {
+		return rep, err
 	}
-	o.Image = cmp.Or(o.Image, Options{}.withDefaults().Image)
-	o.StartTimeout = cmp.Or(o.StartTimeout, 30*time.Second)
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	root, err := os.MkdirTemp("", "patina-bench-density-")
+	p, done, err := o.startOwn(ctx, "density")
 	if err != nil {
 		return rep, err
 	}
-	defer os.RemoveAll(root)
-	stateDir := filepath.Join(root, "state")
-	p, err := startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "serve.log"), o.Image, o.StartTimeout)
-	if err != nil {
-		return rep, err
-	}
-	defer func() {
-		p.stop()
-		fmt.Fprintf(o.Progress, "bench: density: removing the workspaces\n")
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+time.Duration(o.Workspaces)*time.Second)
-		_ = removeContainers(cctx, o.API, stateDir)
-		cancel()
-	}()
+	defer done()
 	c := pclient.New(p.Addr, p.Token, nil)
 	before, err := memAvailable()
 	if err != nil {
@@ -181,7 +146,7 @@ func Density(ctx context.Context, o DensityOptions) (DensityReport, error) {
 
 // createMany creates o.Workspaces workspaces, densityParallel at a time,
 // each to its first exec; the first failure stops further creates.
-func createMany(ctx context.Context, c *pclient.Client, o DensityOptions) ([]pclient.Workspace, time.Duration, error) {
+func createMany(ctx context.Context, c *pclient.Client, o HostOptions) ([]pclient.Workspace, time.Duration, error) {
 	var (
 		mu       sync.Mutex
 		made     []pclient.Workspace

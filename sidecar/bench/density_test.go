@@ -41,7 +41,7 @@ func TestDensityTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	rep, err := Density(ctx, DensityOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
+	rep, err := Density(ctx, HostOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
 	if err != nil {
 		t.Fatalf("Density: %v\nprogress:\n%s", err, progress.String())
 	}

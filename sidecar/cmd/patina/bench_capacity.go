@@ -25,7 +25,7 @@ func (o *benchOptions) runDensity(cmd *cobra.Command, a *app, bin string) error 
 		return fmt.Errorf("docker client: %w", err)
 	}
 	defer api.Close()
-	rep, err := bench.Density(cmd.Context(), bench.DensityOptions{
+	rep, err := bench.Density(cmd.Context(), bench.HostOptions{
 		Binary: bin, Image: o.opts.Image, Workspaces: o.density, API: api, Progress: a.stderr,
 	})
 	if err != nil {
@@ -47,7 +47,7 @@ func (o *benchOptions) runBurst(cmd *cobra.Command, a *app, bin string) error {
 		return fmt.Errorf("docker client: %w", err)
 	}
 	defer api.Close()
-	rep, err := bench.Burst(cmd.Context(), bench.BurstOptions{
+	rep, err := bench.Burst(cmd.Context(), bench.HostOptions{
 		Binary: bin, Image: o.opts.Image, Workspaces: o.burst, API: api, Progress: a.stderr,
 	})
 	if err != nil {
