@@ -81,7 +81,9 @@ func Burst(ctx context.Context, o HostOptions) (BurstReport, error) {
 		}
 		*phase.lat, *phase.p95 = summarise(ds), p95(ds)
 		for _, id := range ids {
-			_ = c.DeleteWorkspace(context.WithoutCancel(ctx), id, pclient.DeleteOptions{})
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+			_ = c.DeleteWorkspace(dctx, id, pclient.DeleteOptions{})
+			cancel()
 		}
 		if err := ctx.Err(); err != nil {
 			return rep, err

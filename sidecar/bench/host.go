@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
+
+	pclient "github.com/patina-dev/patina/sidecar/client"
 )
 
 // HostOptions configure the measurements of what this host holds:
@@ -26,9 +29,16 @@ type HostOptions struct {
 	StartTimeout time.Duration
 }
 
-// cleanupPerWorkspace is added to cleanupTimeout per workspace made: a
-// thousand containers take minutes to remove.
-const cleanupPerWorkspace = time.Second
+// Cleanup timings.
+const (
+	// cleanupPerWorkspace is added to cleanupTimeout per workspace made: a
+	// thousand containers take minutes to remove.
+	cleanupPerWorkspace = time.Second
+	// deleteTimeout bounds one workspace's delete through the sidecar.
+	deleteTimeout = 2 * time.Minute
+	// deleteParallel deletes run at once.
+	deleteParallel = 4
+)
 
 // prepare checks o and fills in its defaults; what names the measurement.
 func (o *HostOptions) prepare(what string) error {
@@ -44,8 +54,10 @@ func (o *HostOptions) prepare(what string) error {
 }
 
 // startOwn starts a sidecar of the measurement's own (serve with extra
-// flags) in a new temporary directory; done stops it and removes its
-// workspaces' containers and the directory.
+// flags) in a new temporary directory; done deletes its workspaces through
+// it (so that it stops empty and removes its network and firewall rules
+// itself), stops it, removes what is left through the engine, and the
+// directory.
 func (o HostOptions) startOwn(ctx context.Context, what string, extra ...string) (p *sidecarProc, done func(), err error) {
 	root, err := os.MkdirTemp("", "patina-bench-"+what+"-")
 	if err != nil {
@@ -58,11 +70,40 @@ func (o HostOptions) startOwn(ctx context.Context, what string, extra ...string)
 		return nil, nil, err
 	}
 	return p, func() {
-		p.stop()
 		fmt.Fprintf(o.Progress, "bench: %s: removing the workspaces\n", what)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+time.Duration(o.Workspaces)*cleanupPerWorkspace)
+		defer cancel()
+		deleteAll(cctx, pclient.New(p.Addr, p.Token, nil))
+		p.stop()
 		_ = removeContainers(cctx, o.API, stateDir)
-		cancel()
 		os.RemoveAll(root)
 	}, nil
+}
+
+// deleteAll deletes every workspace of a sidecar, deleteParallel at a
+// time, each within deleteTimeout; what fails is left to the engine's
+// cleanup.
+func deleteAll(ctx context.Context, c *pclient.Client) {
+	lctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	list, err := c.ListWorkspaces(lctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	ids := make(chan string)
+	var wg sync.WaitGroup
+	for range deleteParallel {
+		wg.Go(func() {
+			for id := range ids {
+				dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+				_ = c.DeleteWorkspace(dctx, id, pclient.DeleteOptions{})
+				cancel()
+			}
+		})
+	}
+	for _, w := range list {
+		ids <- w.ID
+	}
+	close(ids)
+	wg.Wait()
 }

@@ -28,6 +28,10 @@ type NetInfo struct {
 // 64 sidecars' networks.
 const workspaceSubnetBits = 22
 
+// maxSubnetTries bounds the subnets of the pool tried when the first are
+// taken (a large pool has thousands; each try is an engine call).
+const maxSubnetTries = 256
+
 // createNetwork creates the sidecar's bridge network: no traffic between
 // its containers (enable_icc false), no masquerading (nothing leaves it
 // but through the sidecar's proxy), its interface named (the firewall
@@ -41,9 +45,10 @@ func (d *Docker) createNetwork(ctx context.Context) error {
 		opts["com.docker.network.bridge.name"] = d.cfg.Bridge
 	}
 	labels := map[string]string{LabelManaged: "1", LabelStateDir: d.cfg.StateDir}
-	subnets := candidateSubnets(d.cfg.SubnetPool, d.cfg.StateDir, workspaceSubnetBits)
+	// A pool smaller than a /22 is one subnet: the whole pool.
+	subnets := candidateSubnets(d.cfg.SubnetPool, d.cfg.StateDir, max(workspaceSubnetBits, d.cfg.SubnetPool.Bits()))
 	var last error
-	for _, sub := range subnets {
+	for _, sub := range subnets[:min(len(subnets), maxSubnetTries)] {
 		gw := sub.Addr().Next()
 		_, err := d.api.NetworkCreate(ctx, d.cfg.Network, network.CreateOptions{
 			Driver:  "bridge",
