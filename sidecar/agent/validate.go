@@ -242,7 +242,7 @@ func validFileInfo(fi *wire.FileInfo) error {
 type fileHead wire.FileHead
 
 func (f *fileHead) validate(int) error {
-	if err := validFileInfo(&f.FileInfo); err != nil && f.Name != "." {
+	if err := validFileInfo(&f.FileInfo); err != nil {
 		return err
 	}
 	if len(f.Entries) > wire.MaxListEntries {
