@@ -80,11 +80,7 @@ func Burst(ctx context.Context, o HostOptions) (BurstReport, error) {
 			}
 		}
 		*phase.lat, *phase.p95 = summarise(ds), p95(ds)
-		for _, id := range ids {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
-			_ = c.DeleteWorkspace(dctx, id, pclient.DeleteOptions{})
-			cancel()
-		}
+		deleteEach(context.WithoutCancel(ctx), c, ids)
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -175,15 +171,14 @@ func createAtOnce(ctx context.Context, c *pclient.Client, o HostOptions, prefix 
 	return ds, ids, errs
 }
 
-// p95 is the 95th percentile of ds, in milliseconds (nearest rank).
+// p95 is the 95th percentile of ds, in milliseconds (Latency has none).
 func p95(ds []time.Duration) float64 {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	i := (len(s)*95 + 99) / 100 // nearest rank, 1-based
-	return ms(s[max(i, 1)-1])
+	return ms(percentile(s, 95))
 }
 
 // Pass: every create worked, and with the pool p95 ≤ 1 s.

@@ -1,14 +1,9 @@
 package bench
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/docker/docker/client"
-
-	"github.com/patina-dev/patina/tests"
 )
 
 func TestP95(t *testing.T) {
@@ -31,17 +26,8 @@ func TestP95(t *testing.T) {
 // of three, then three the pool cannot serve, against the real binary and
 // engine: every create works and is timed, and nothing is left behind.
 func TestBurstTiny(t *testing.T) {
-	tests.RequireDocker(t)
-	bin := tests.Binary(t)
-	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var progress strings.Builder
-	rep, err := Burst(ctx, HostOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
+	ctx, api, o, progress := tinyHostRun(t)
+	rep, err := Burst(ctx, o)
 	if err != nil {
 		t.Fatalf("Burst: %v\nprogress:\n%s", err, progress.String())
 	}

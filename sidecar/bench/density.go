@@ -1,15 +1,10 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -207,23 +202,7 @@ func memAvailable() (int64, error) {
 
 // parseMemAvailable finds "MemAvailable:  123 kB" in /proc/meminfo's text.
 func parseMemAvailable(b []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected MemAvailable line %q", sc.Text())
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("unexpected MemAvailable line %q", sc.Text())
-		}
-		return kb << 10, nil
-	}
-	return 0, errors.New("no MemAvailable in /proc/meminfo")
+	return parseKB(b, "MemAvailable", "/proc/meminfo")
 }
 
 // Pass: every workspace was created and answered within a second, and an

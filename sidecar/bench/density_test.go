@@ -31,17 +31,8 @@ func TestParseMemAvailable(t *testing.T) {
 // and nothing is left behind. The thousand of README's run is a command,
 // not a test.
 func TestDensityTiny(t *testing.T) {
-	tests.RequireDocker(t)
-	bin := tests.Binary(t)
-	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var progress strings.Builder
-	rep, err := Density(ctx, HostOptions{Binary: bin, Workspaces: 3, API: api, Progress: &progress})
+	ctx, api, o, progress := tinyHostRun(t)
+	rep, err := Density(ctx, o)
 	if err != nil {
 		t.Fatalf("Density: %v\nprogress:\n%s", err, progress.String())
 	}
@@ -77,4 +68,22 @@ func assertNoneLeft(t *testing.T, api *client.Client, prefix string) {
 			t.Errorf("a workspace container of the run is left: %s %v", c.ID, c.Names)
 		}
 	}
+}
+
+// tinyHostRun is what a tiny run of Density or Burst needs: the real
+// binary and engine (or a skip without Docker), a deadline, and options
+// for three workspaces whose progress is kept for the failure message.
+func tinyHostRun(t *testing.T) (context.Context, *client.Client, HostOptions, *strings.Builder) {
+	t.Helper()
+	tests.RequireDocker(t)
+	bin := tests.Binary(t)
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	progress := &strings.Builder{}
+	return ctx, api, HostOptions{Binary: bin, Workspaces: 3, API: api, Progress: progress}, progress
 }

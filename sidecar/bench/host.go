@@ -80,9 +80,7 @@ func (o HostOptions) startOwn(ctx context.Context, what string, extra ...string)
 	}, nil
 }
 
-// deleteAll deletes every workspace of a sidecar, deleteParallel at a
-// time, each within deleteTimeout; what fails is left to the engine's
-// cleanup.
+// deleteAll deletes every workspace of a sidecar (deleteEach).
 func deleteAll(ctx context.Context, c *pclient.Client) {
 	lctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	list, err := c.ListWorkspaces(lctx)
@@ -90,20 +88,30 @@ func deleteAll(ctx context.Context, c *pclient.Client) {
 	if err != nil {
 		return
 	}
-	ids := make(chan string)
+	ids := make([]string, len(list))
+	for i, w := range list {
+		ids[i] = w.ID
+	}
+	deleteEach(ctx, c, ids)
+}
+
+// deleteEach deletes the workspaces ids, deleteParallel at a time, each
+// within deleteTimeout; what fails is left to the engine's cleanup.
+func deleteEach(ctx context.Context, c *pclient.Client, ids []string) {
+	next := make(chan string)
 	var wg sync.WaitGroup
 	for range deleteParallel {
 		wg.Go(func() {
-			for id := range ids {
+			for id := range next {
 				dctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 				_ = c.DeleteWorkspace(dctx, id, pclient.DeleteOptions{})
 				cancel()
 			}
 		})
 	}
-	for _, w := range list {
-		ids <- w.ID
+	for _, id := range ids {
+		next <- id
 	}
-	close(ids)
+	close(next)
 	wg.Wait()
 }

@@ -156,23 +156,29 @@ func readRSS(pid int) (int64, error) {
 
 // parseVmRSS finds "VmRSS:   12345 kB" in a /proc/<pid>/status.
 func parseVmRSS(status []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(status))
+	return parseKB(status, "VmRSS", "/proc/<pid>/status")
+}
+
+// parseKB finds "field:   12345 kB" in text read from source (a /proc
+// file) and returns it in bytes.
+func parseKB(text []byte, field, source string) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("unexpected %s line %q", field, sc.Text())
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("unexpected %s line %q", field, sc.Text())
 		}
 		return kb * 1024, nil
 	}
-	return 0, errors.New("no VmRSS in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in %s", field, source)
 }
 
 // logTail returns the end of the sidecar's log, for error messages.
