@@ -46,7 +46,17 @@ func TestWarmPool(t *testing.T) {
 			return k >= n
 		}
 	}
-	fromPool := func() int { return strings.Count(h.Logs(), `msg="workspace created from the warm pool"`) }
+	// fromPool counts the creates that took a pooled workspace so far, once
+	// the log of the create just answered has been read (the sidecar logs
+	// before it answers; the harness reads its log as it comes).
+	fromPool := func(name string) int {
+		t.Helper()
+		WaitFor(t, "the log of the create of "+name, 30*time.Second, func() bool {
+			l := h.Logs()
+			return strings.Contains(l, "name="+name+"\n") || strings.Contains(l, "name="+name+" ")
+		})
+		return strings.Count(h.Logs(), `msg="workspace created from the warm pool"`)
+	}
 	// full waits for the pool to be full for the n-th time in this run.
 	full := func(n int) {
 		t.Helper()
@@ -62,8 +72,8 @@ func TestWarmPool(t *testing.T) {
 	}
 
 	a := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-a"})
-	if fromPool() != 1 || a.Name != "user-a" || a.Status != client.StatusRunning {
-		t.Fatalf("the first create did not take a pooled workspace: %+v, %d taken", a, fromPool())
+	if fromPool("user-a") != 1 || a.Name != "user-a" || a.Status != client.StatusRunning {
+		t.Fatalf("the first create did not take a pooled workspace: %+v, %d taken", a, fromPool("user-a"))
 	}
 	// User a leaves things behind.
 	h.Out("user-a", "default", "echo a-secret > /workspace/a.txt; echo a > /root/a; export A_VAR=1; (sleep 1000 >/dev/null 2>&1 &)")
@@ -71,8 +81,14 @@ func TestWarmPool(t *testing.T) {
 	full(2)
 
 	b := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-b"})
-	if fromPool() != 2 || b.ID == a.ID || b.ContainerID == a.ContainerID {
-		t.Fatalf("the second create: %+v (a: %s), %d taken", b, a.ID, fromPool())
+	if fromPool("user-b") != 2 || b.ID == a.ID || b.ContainerID == a.ContainerID {
+		t.Fatalf("the second create: %+v (a: %s), %d taken", b, a.ID, fromPool("user-b"))
+	}
+	// Its first session was started in the pool: there before any exec,
+	// idle, with no command of anyone.
+	ready, err := h.Client.ListSessions(ctx, "user-b")
+	if err != nil || len(ready) != 1 || ready[0].ID != "default" || ready[0].Status != "idle" || ready[0].Commands != 0 || ready[0].Cwd != "/workspace" {
+		t.Fatalf("user b's pooled workspace's sessions before its first exec: %+v %v (want default, idle, no command, in /workspace)", ready, err)
 	}
 	got := h.Out("user-b", "default", "ls -A /workspace; cat /root/a 2>&1; echo A_VAR=$A_VAR; pgrep -x sleep || echo no-sleep")
 	if strings.Contains(got, "a.txt") || strings.Contains(got, "A_VAR=1") || !strings.Contains(got, "No such file") || !strings.Contains(got, "no-sleep") {
@@ -88,9 +104,9 @@ func TestWarmPool(t *testing.T) {
 		}
 	}
 	// Other settings make their own: env, secrets' env, a network policy.
-	n := fromPool()
+	n := fromPool("user-b")
 	c := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-c", Env: map[string]string{"C_VAR": "c"}, SecretEnv: map[string]string{"C_SECRET": "s3cret"}, Network: &client.NetworkPolicy{Mode: client.NetworkNone}})
-	if fromPool() != n || c.Network.Mode != client.NetworkNone {
+	if fromPool("user-c") != n || c.Network.Mode != client.NetworkNone {
 		t.Fatalf("a create of other settings took a pooled workspace: %+v", c)
 	}
 	if got := h.Out("user-c", "default", "echo $C_VAR $C_SECRET"); got != "c s3cret\n" {
@@ -102,7 +118,7 @@ func TestWarmPool(t *testing.T) {
 	}
 	full(3)
 	d := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-d"})
-	if d.ID == a.ID || d.ID == b.ID || d.ContainerID == a.ContainerID || fromPool() != n+1 {
+	if d.ID == a.ID || d.ID == b.ID || d.ContainerID == a.ContainerID || fromPool("user-d") != n+1 {
 		t.Fatalf("a workspace given out came back: %+v", d)
 	}
 	if got := h.Out("user-d", "default", "ls -A /workspace; echo C_SECRET=$C_SECRET"); got != "C_SECRET=\n" {

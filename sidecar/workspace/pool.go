@@ -2,16 +2,20 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/patina-dev/patina/session"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 	"github.com/patina-dev/patina/worktree"
 )
 
 // The warm pool (Config.WarmPool): workspaces of the default settings
 // (no repository, the default image, limits, disk and network policy, no
-// env or secrets) created ahead, container started and agent up. A create
+// env or secrets) created ahead, container started, agent up and the
+// first session ("default") started. A create
 // whose settings are exactly those takes one, which then gets the
 // request's name; the pool refills in the background. A pooled workspace
 // is hidden (no lookup, no list) until it is taken, has run nothing of a
@@ -155,6 +159,17 @@ func (m *Manager) createPooled() (*workspace, error) {
 	m.mu.RUnlock()
 	if w == nil {
 		return nil, fmt.Errorf("pooled workspace %s vanished", v.ID)
+	}
+	// Its first session ready too: a create that takes it runs its first
+	// command without a shell start. The session has run nothing: its
+	// history is empty, its state the image's.
+	c, err := w.client()
+	if err == nil {
+		_, err = c.CreateSession(ctx, wire.CreateSessionRequest{ID: DefaultSession})
+	}
+	if err != nil && !errors.Is(err, session.ErrExists) {
+		m.discardPooled(w)
+		return nil, fmt.Errorf("start the first session of pooled workspace %s: %w", v.ID, w.explain(err))
 	}
 	return w, nil
 }
