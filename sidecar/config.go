@@ -74,6 +74,9 @@ type Config struct {
 	// WarmPool keeps this many default workspaces started for creates to
 	// take (workspace.Config.WarmPool; 0: none).
 	WarmPool int
+	// SnapshotMaxBytes bounds what a snapshot copies of a workspace
+	// (workspace.Config.MaxSnapshot; 0: 10 GiB).
+	SnapshotMaxBytes int64
 	// AgentTransport is how the sidecar reaches workspaces' agents: auto
 	// (default), netns or exec (see container.Config).
 	AgentTransport string

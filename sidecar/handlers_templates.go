@@ -94,8 +94,23 @@ func templateView(t template.Template) client.Template {
 	return client.Template{
 		Name: t.Name, Hash: t.Hash, Image: t.Ref, ImageID: t.ImageID, Repo: t.Repo, Source: t.Source,
 		Env: t.Env, WorkspaceFolder: t.WorkspaceFolder, ForwardPorts: t.ForwardPorts, Ignored: t.Ignored,
-		SizeBytes: t.Size, CreatedAt: t.CreatedAt, Built: t.Built,
+		Snapshot: t.Snapshot, SizeBytes: t.Size, CreatedAt: t.CreatedAt, Built: t.Built,
 	}
+}
+
+// POST /v1/workspaces/{id}/snapshot answers 201 with the template.
+func (s *Service) handleSnapshotWorkspace(w http.ResponseWriter, r *http.Request) {
+	var req client.SnapshotWorkspaceRequest
+	if err := decode(w, r, &req, s.cfg.MaxBodyBytes, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	t, err := s.mgr.Snapshot(r.Context(), r.PathValue("id"), snapshotRequest(req))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, templateView(t))
 }
 
 // progressWriter streams a build's output as NDJSON lines, starting the

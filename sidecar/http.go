@@ -41,6 +41,7 @@ func (s *Service) routeTable() []route {
 		{"POST /v1/workspaces/{id}/stop", s.handleStopWorkspace},
 		{"POST /v1/workspaces/{id}/start", s.handleStartWorkspace},
 		{"POST /v1/workspaces/{id}/fork", s.handleForkWorkspace},
+		{"POST /v1/workspaces/{id}/snapshot", s.handleSnapshotWorkspace},
 		{"DELETE /v1/workspaces/{id}", s.handleDeleteWorkspace},
 		{"PUT /v1/workspaces/{id}/network", s.handleSetNetwork},
 

@@ -132,6 +132,7 @@ func New(cfg Config) (*Service, error) {
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
 		WarmPool:        cfg.WarmPool,
+		MaxSnapshot:     cfg.SnapshotMaxBytes,
 		Network:         nb,
 		Secrets:         vault,
 		Redactor:        redactor,

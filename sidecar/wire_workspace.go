@@ -25,6 +25,10 @@ func createRequest(r client.CreateWorkspaceRequest) workspace.CreateRequest {
 }
 
 // forkRequest is a fork's body as the domain's request.
+func snapshotRequest(r client.SnapshotWorkspaceRequest) workspace.SnapshotRequest {
+	return workspace.SnapshotRequest{Name: r.Name}
+}
+
 func forkRequest(r client.ForkWorkspaceRequest) workspace.ForkRequest {
 	return workspace.ForkRequest{Name: r.Name, KeepSecrets: r.KeepSecrets}
 }

@@ -31,6 +31,10 @@ func TestWorkspaceWire(t *testing.T) {
 		r := filled[client.ForkWorkspaceRequest]()
 		in(t, r, forkRequest(r))
 	})
+	t.Run("snapshot", func(t *testing.T) {
+		r := filled[client.SnapshotWorkspaceRequest]()
+		in(t, r, snapshotRequest(r))
+	})
 	t.Run("forward", func(t *testing.T) {
 		r := filled[client.ForwardPortRequest]()
 		in(t, r, forwardPortRequest(r))

@@ -51,12 +51,24 @@ type Template struct {
 	// (forward each with POST .../ports once it listens).
 	ForwardPorts []int `json:"forward_ports,omitempty"`
 	// Ignored are the devcontainer.json properties patina does not apply.
-	Ignored   []string  `json:"ignored,omitempty"`
+	Ignored []string `json:"ignored,omitempty"`
+	// Snapshot names the workspace it was saved from (POST
+	// /v1/workspaces/{id}/snapshot): a workspace made from it starts with
+	// that workspace's files, repository and sessions, and takes no repo.
+	Snapshot  string    `json:"snapshot,omitempty"`
 	SizeBytes int64     `json:"size_bytes"`
 	CreatedAt time.Time `json:"created_at"`
 	// Built says the call built it (false: the same content had made it
 	// before).
 	Built bool `json:"built"`
+}
+
+// SnapshotWorkspaceRequest is the body of POST
+// /v1/workspaces/{id}/snapshot: save a running workspace as a template.
+type SnapshotWorkspaceRequest struct {
+	// Name names the template (required; a template of that name must not
+	// exist).
+	Name string `json:"name"`
 }
 
 // TemplateList is the answer of GET /v1/templates.
@@ -69,6 +81,16 @@ type TemplateList struct {
 func (c *Client) BuildTemplate(ctx context.Context, req BuildTemplateRequest) (Template, error) {
 	var out Template
 	err := c.do(ctx, http.MethodPost, "/v1/templates", req, &out)
+	return out, err
+}
+
+// SnapshotWorkspace saves a running workspace as a template: its
+// container's filesystem, its files and its sessions' state (cwd,
+// variables, functions, history). Create from it with
+// CreateWorkspaceRequest.Template.
+func (c *Client) SnapshotWorkspace(ctx context.Context, ws string, req SnapshotWorkspaceRequest) (Template, error) {
+	var out Template
+	err := c.do(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/snapshot", req, &out)
 	return out, err
 }
 

@@ -557,11 +557,35 @@ func (d *Docker) Start(ctx context.Context, id string) error {
 		return err
 	}
 	d.noteForeignAgent(ctx, id)
+	if d.unpause(ctx, id) {
+		return nil
+	}
 	err := d.api.ContainerStart(ctx, id, container.StartOptions{})
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	return err
+}
+
+// unpause unpauses a paused container (a sidecar killed while it saved
+// the workspace: ws snapshot pauses it); true: it runs now.
+func (d *Docker) unpause(ctx context.Context, id string) bool {
+	up, ok := d.api.(interface {
+		ContainerUnpause(ctx context.Context, containerID string) error
+	})
+	if !ok {
+		return false
+	}
+	info, err := d.api.ContainerInspect(ctx, id)
+	if err != nil || info.State == nil || !info.State.Paused {
+		return false
+	}
+	if err := up.ContainerUnpause(ctx, id); err != nil {
+		d.log.Warn("unpause a paused workspace container", "container", short(id), "err", err)
+		return false
+	}
+	d.log.Info("unpaused a workspace container left paused", "container", short(id))
+	return info.State.Running
 }
 
 // noteForeignAgent logs, once per volume, that a container made by

@@ -18,6 +18,11 @@ var (
 	ErrBuild = errors.New("template build failed")
 	// ErrInUse: a workspace's container still uses the template's image.
 	ErrInUse = errors.New("template in use")
+	// ErrExists: a template of that name exists (a snapshot does not
+	// replace it).
+	ErrExists = errors.New("template exists")
+	// ErrTooLarge: a workspace holds more than a snapshot may save.
+	ErrTooLarge = errors.New("workspace too large to save")
 )
 
 // BuildError is a failed build or create command, with its last lines of

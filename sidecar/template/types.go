@@ -47,6 +47,28 @@ type Spec struct {
 	WorkspaceFolder string            `json:"workspace_folder,omitempty"`
 	ForwardPorts    []int             `json:"forward_ports,omitempty"`
 	Ignored         []string          `json:"ignored,omitempty"`
+	// Snapshot names the workspace the template was saved from (patina ws
+	// snapshot): it holds that workspace's files and sessions, so a
+	// workspace made from it has no repository of its own.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// SnapshotSource is a workspace to save as a template: its container's
+// filesystem (installed packages...), its files (/workspace) and its
+// sessions' state (/.patina/state), which a workspace made from the
+// template starts with.
+type SnapshotSource struct {
+	Name string
+	// Workspace is its name, WorkspaceID its id, ContainerID its
+	// container's.
+	Workspace, WorkspaceID, ContainerID string
+	// Env is the workspace's environment: the template's.
+	Env map[string]string
+	// Clear names variables of the container's environment not to keep in
+	// the template (the agent's token).
+	Clear []string
+	// MaxBytes bounds its files and sessions' state (0: no bound).
+	MaxBytes int64
 }
 
 // Source is what a template is made from, read by the caller from a

@@ -160,9 +160,17 @@ func (w *workspace) adopt(ctx context.Context) {
 			}
 		case st.Running && why == "":
 			status = StatusRunning
+		case st.Status == "paused" && why == "":
+			// A sidecar killed while it saved the workspace (ws snapshot)
+			// left it paused: Start unpauses it.
+			if err := m.eng.Start(ctx, md.ContainerID); err != nil {
+				why = "its container is paused and could not be unpaused: " + err.Error()
+			} else {
+				status = StatusRunning
+			}
 		default:
 			if !md.Stopped && why == "" {
-				why = "its container exited " + st.Error
+				why = exitedWhy(st)
 			}
 		}
 	}

@@ -47,6 +47,10 @@ type fakeEngine struct {
 	remote bool
 	// images are the images committed.
 	images []string
+	// createDelay makes each Create take this long (outside the lock);
+	// creating and maxCreating count the creates under way.
+	createDelay           time.Duration
+	creating, maxCreating atomic.Int32
 }
 
 type fakeContainer struct {
@@ -99,6 +103,14 @@ func (e *fakeEngine) Create(ctx context.Context, spec engine.Spec) (string, erro
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	n := e.creating.Add(1)
+	defer e.creating.Add(-1)
+	for {
+		if m := e.maxCreating.Load(); n <= m || e.maxCreating.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(e.createDelay)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	id := fmt.Sprintf("c%d-%s", e.seq.Add(1), spec.WorkspaceID)

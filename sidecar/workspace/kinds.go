@@ -22,7 +22,7 @@ var kinds = []struct {
 	kind error
 	from []error
 }{
-	{ErrTooLarge, []error{wire.ErrTooLarge}},
+	{ErrTooLarge, []error{wire.ErrTooLarge, template.ErrTooLarge}},
 	{ErrInvalid, []error{ErrUnsupported, wire.ErrEscapes, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG,
 		session.ErrInvalid, worktree.ErrInvalidName, worktree.ErrUnsupported, secrets.ErrInvalid,
 		template.ErrInvalid, template.ErrBuild}},
@@ -35,7 +35,8 @@ var kinds = []struct {
 	{ErrNotListening, []error{wire.ErrNotListening}},
 	{ErrNoRepository, nil},
 	{ErrConflict, []error{ErrExists, ErrUnreviewed, session.ErrExists, worktree.ErrExists, worktree.ErrConflict,
-		worktree.ErrDirty, worktree.ErrNoTarget, wire.ErrConflict, os.ErrExist, template.ErrInUse}},
+		worktree.ErrDirty, worktree.ErrNoTarget, wire.ErrConflict, os.ErrExist, template.ErrInUse,
+		template.ErrExists}},
 	{ErrRejected, []error{worktree.ErrRejected}},
 	{ErrTooLarge, []error{worktree.ErrTooLarge}},
 	{ErrAdopting, nil},

@@ -31,6 +31,12 @@ const MaxWarmPool = 256
 // poolRetry is how long a failing fill waits before trying again.
 const poolRetry = 5 * time.Second
 
+// poolFillers bounds the pool's creates under way: a refill after a burst
+// of takes is background work, and must not starve the taken workspaces'
+// first commands of the engine and CPUs (with 100 at once, a burst's p95
+// to first exec was 1.10 s; see README "Density and bursts").
+const poolFillers = 2
+
 type pooledKey struct{}
 
 // pool holds the pooled workspaces ready to be taken.
@@ -88,12 +94,12 @@ func (m *Manager) runPool(adopted <-chan struct{}) {
 	p := m.pool
 	for {
 		p.mu.Lock()
-		need := p.size - len(p.ready) - p.filling
-		if need > 0 {
+		fill := p.size-len(p.ready)-p.filling > 0 && p.filling < poolFillers
+		if fill {
 			p.filling++
 		}
 		p.mu.Unlock()
-		if need > 0 {
+		if fill {
 			go m.fillOne()
 			continue
 		}

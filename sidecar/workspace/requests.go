@@ -115,3 +115,10 @@ func (req BuildTemplateRequest) Validate() error {
 	}
 	return nil
 }
+
+// SnapshotRequest asks Snapshot to save a workspace as a template.
+type SnapshotRequest struct {
+	// Name names the template (required; a template of that name must
+	// not exist).
+	Name string
+}

@@ -15,6 +15,7 @@ import (
 // Templates makes and finds templates (sidecar/template/builder).
 type Templates interface {
 	Make(ctx context.Context, src template.Source) (template.Template, error)
+	Snapshot(ctx context.Context, src template.SnapshotSource) (template.Template, error)
 	Get(ctx context.Context, name string) (template.Template, error)
 }
 
@@ -166,6 +167,9 @@ func (m *Manager) createTemplate(ctx context.Context, req *CreateRequest, imageG
 		}
 	default:
 		return "", nil
+	}
+	if t.Snapshot != "" && req.Repo != "" {
+		return "", fmt.Errorf("%w: template %s is a saved workspace (%s): it brings that workspace's files and repository; create without repo", ErrInvalid, t.Name, t.Snapshot)
 	}
 	req.Image = t.Ref
 	if len(t.Env) > 0 {

@@ -127,11 +127,17 @@ type Config struct {
 	WarmPool int
 	// MaxTemplateContext bounds a template's build context (256 MiB).
 	MaxTemplateContext int64
+	// MaxSnapshot bounds what a snapshot copies of a workspace's files
+	// and sessions' state into the engine's storage (10 GiB).
+	MaxSnapshot int64
 	// Logger (default: discard).
 	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
+	if c.MaxSnapshot <= 0 {
+		c.MaxSnapshot = 10 << 30
+	}
 	if c.MaxTemplateContext <= 0 {
 		c.MaxTemplateContext = 256 << 20
 	}

@@ -412,7 +412,7 @@ func (w *workspace) recoverAgent(ctx context.Context, cause error) error {
 	case err != nil:
 		return err
 	case !st.Running:
-		w.markStopped("its container exited " + st.Error)
+		w.markStopped(exitedWhy(st))
 		return fmt.Errorf("the container is not running")
 	}
 	now := time.Now()

@@ -25,6 +25,7 @@ type RunConfig struct {
 	WorkspaceID string
 	StateDir    string // default /.patina/state
 	Workdir     string // default /workspace
+	SeedDir     string // default SeedDir
 	Socket      string // default SocketName
 	// Takeover kills an agent that holds the socket already.
 	Takeover bool
@@ -86,6 +87,16 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return err
 	}
 	defer ln.Close()
+	// A workspace made from a saved workspace (a template of `patina ws
+	// snapshot`) gets its files and sessions before the sessions open.
+	if cfg.SeedDir == "" {
+		cfg.SeedDir = SeedDir
+	}
+	if planted, err := plantSeed(cfg.SeedDir, cfg.Workdir, cfg.StateDir); err != nil {
+		log.Warn("the template's files and sessions could not all be planted", "err", err)
+	} else if planted {
+		log.Info("planted the template's files and sessions", "seed", cfg.SeedDir)
+	}
 	scfg := ServerConfig{
 		WorkspaceID: cfg.WorkspaceID,
 		Token:       token,

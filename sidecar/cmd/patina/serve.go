@@ -89,6 +89,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		DNS:               s.DNS,
 		Runtime:           s.Runtime,
 		WarmPool:          s.WarmPool,
+		SnapshotMaxBytes:  s.SnapshotMaxMB << 20,
 	})
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ type serveOptions struct {
 	shutdownTimeout              time.Duration
 	idleStop                     time.Duration
 	warm                         int
+	snapshotMaxMB                int64
 	metricsAddr                  string
 	diskMB, diskPoolMB           int64
 	diskDir                      string
@@ -51,6 +52,7 @@ type serveSettings struct {
 	ShutdownTimeout              time.Duration
 	IdleStop                     time.Duration
 	WarmPool                     int
+	SnapshotMaxMB                int64
 	DiskMB, DiskPoolMB           int64
 	DiskDir                      string
 	MemoryBudgetMB               int64
@@ -125,6 +127,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.Int64Var(&o.memoryBudgetMB, "memory-budget", budget.DefaultSize>>20, "the sidecar's memory budget in MB, shared by all workspaces: the output of exec answers in flight and the windows of port-forward tunnels and other agent streams draw on it. When it is spent, answers wait (within their callers' deadlines) and tunnels carry data in smaller windows: the sidecar's memory stays bounded whatever the number of workspaces, commands and connections")
 	f.StringVar(&o.group, "group", defaultGroup, "run by root: the group (name or gid) that may read the token published in "+defaultSystemDir+" (env "+envSystemDir+" for another directory), so that its members use this sidecar as themselves")
 	f.IntVar(&o.warm, "warm", 0, "keep `N` workspaces of the default settings started (container and agent up) for creates to take: such a create answers at once and the pool refills in the background; a create with a repository, env, secrets or other limits makes its own (0: no pool)")
+	f.Int64Var(&o.snapshotMaxMB, "snapshot-max-mb", 10<<10, "the most a snapshot (patina ws snapshot) copies of a workspace's files and sessions' state into the engine's storage, in MB: a larger workspace is refused (413)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "also serve GET /metrics (Prometheus text) here, host:port, without a token (on the API's address /metrics needs the token)")
 	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection starts it again")
 	return cmd
@@ -177,6 +180,13 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		return s, usagef("--memory-budget must be between 4 and 1048576 (MB), not %d", o.memoryBudgetMB)
 	}
 	s.MemoryBudgetMB = o.memoryBudgetMB
+	if o.snapshotMaxMB == 0 {
+		o.snapshotMaxMB = 10 << 10
+	}
+	if o.snapshotMaxMB < 1 {
+		return s, usagef("--snapshot-max-mb must be at least 1, not %d", o.snapshotMaxMB)
+	}
+	s.SnapshotMaxMB = o.snapshotMaxMB
 	if o.warm < 0 || o.warm > workspace.MaxWarmPool {
 		return s, usagef("--warm must be between 0 and %d, not %d", workspace.MaxWarmPool, o.warm)
 	}
@@ -272,6 +282,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		SystemDir:       systemDir,
 		Group:           o.group,
 		WarmPool:        o.warm,
+		SnapshotMaxMB:   s.SnapshotMaxMB,
 		MetricsAddr:     o.metricsAddr,
 	}, nil
 }

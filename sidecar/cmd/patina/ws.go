@@ -31,6 +31,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
   patina ws merge fix-tests --into main
   patina ws port fix-tests 3000
   patina ws fork fix-tests --name fix-tests-b
+  patina ws snapshot fix-tests --name fix-tests-ready
   patina ws rm fix-tests`,
 	})
 	cmd.AddCommand(
@@ -49,6 +50,7 @@ Commands that take a workspace (WS) accept its name or its id.`,
 		newWsPortCmd(a),
 		newWsNetworkCmd(a),
 		newWsForkCmd(a),
+		newWsSnapshotCmd(a),
 	)
 	return cmd
 }

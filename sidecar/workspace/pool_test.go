@@ -1,0 +1,56 @@
+package workspace
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestPoolFillsAFewAtATime: the warm pool fills with at most poolFillers
+// creates under way (a refill must not take the engine from the
+// workspaces just given out), and a workspace taken from it has its first
+// session started already, idle, with no command of anyone.
+func TestPoolFillsAFewAtATime(t *testing.T) {
+	eng := newFakeEngine(t)
+	eng.createDelay = 30 * time.Millisecond
+	m, err := New(Config{StateDir: t.TempDir(), DefaultImage: "img", AdoptWait: 2 * time.Second, InterruptGrace: 200 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler), WarmPool: 6}, eng, fakeImages{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	<-m.Adopt() // the pool starts once adoption is done
+	full := func() {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for m.Pool().Ready < 6 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool did not fill: %+v", m.Pool())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	full()
+	if got := eng.maxCreating.Load(); got > poolFillers || got < 1 {
+		t.Fatalf("%d creates were under way at once while the pool filled (at most %d)", got, poolFillers)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"a", "b", "c"} {
+		ws, err := m.Create(ctx, CreateRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.poolTaken.Load() == 0 {
+			t.Fatalf("create %s did not take a pooled workspace: %+v", name, ws)
+		}
+		ss, err := m.Sessions(ctx, name)
+		if err != nil || len(ss) != 1 || ss[0].ID != DefaultSession || string(ss[0].State) != "idle" || ss[0].Commands != 0 {
+			t.Fatalf("workspace %s's sessions when taken: %+v, %v (want default, idle, no command)", name, ss, err)
+		}
+	}
+	full()
+	if got := eng.maxCreating.Load(); got > poolFillers {
+		t.Fatalf("%d creates were under way at once while the pool refilled (at most %d)", got, poolFillers)
+	}
+}
