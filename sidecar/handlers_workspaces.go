@@ -27,6 +27,15 @@ func (s *Service) handleForkWorkspace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if req.Count > 1 {
+		wss, err := s.mgr.Forks(r.Context(), r.PathValue("id"), forkRequest(req))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, workspaceViews(wss))
+		return
+	}
 	ws, err := s.mgr.Fork(r.Context(), r.PathValue("id"), forkRequest(req))
 	if err != nil {
 		writeError(w, err)

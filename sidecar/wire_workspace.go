@@ -24,13 +24,14 @@ func createRequest(r client.CreateWorkspaceRequest) workspace.CreateRequest {
 	return out
 }
 
-// forkRequest is a fork's body as the domain's request.
+// snapshotRequest is a snapshot's body as the domain's request.
 func snapshotRequest(r client.SnapshotWorkspaceRequest) workspace.SnapshotRequest {
 	return workspace.SnapshotRequest{Name: r.Name}
 }
 
+// forkRequest is a fork's body as the domain's request.
 func forkRequest(r client.ForkWorkspaceRequest) workspace.ForkRequest {
-	return workspace.ForkRequest{Name: r.Name, KeepSecrets: r.KeepSecrets}
+	return workspace.ForkRequest{Name: r.Name, KeepSecrets: r.KeepSecrets, Count: r.Count}
 }
 
 // forwardPortRequest is a forward's body as the domain's request.

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,56 @@ func TestHostileForkSparseFile(t *testing.T) {
 		t.Fatalf("exp the source untouched by its fork's writes, got %q", out)
 	}
 	t.Logf("fork of a workspace holding 300 MB and a 15 TiB sparse file: %s, host space used %d MB", took.Round(time.Millisecond), before-after)
+}
+
+// TestForkCount: several forks of one source at once share its data (the
+// host loses little), keep its sparse file sparse, are each their own, and
+// are made all or none: a name taken half-way leaves none of them.
+func TestForkCount(t *testing.T) {
+	h := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w := h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "many-src", DiskMB: 1024})
+	h.mustHaveDisk(w, 1024)
+	h.Out(w.Name, "default", "truncate -s 1T /workspace/sparse.bin && head -c 200M /dev/urandom > /workspace/data; cd /workspace; export WHO=src; sync")
+	before := hostFreeMB(t)
+	start := time.Now()
+	forks, err := h.Client.ForkWorkspaces(ctx, w.Name, pclient.ForkWorkspaceRequest{Name: "many", Count: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if lost := before - hostFreeMB(t); lost > 100 {
+		t.Fatalf("exp 3 forks to share their source's data, the host lost %d MB", lost)
+	}
+	if len(forks) != 3 {
+		t.Fatalf("exp 3 forks, got %d", len(forks))
+	}
+	for i, f := range forks {
+		if exp := fmt.Sprintf("many-%d", i+1); f.Name != exp || f.ForkOf != w.ID {
+			t.Fatalf("fork %d: %+v, exp name %s, fork_of %s", i, f, exp, w.ID)
+		}
+		h.mustHaveDisk(f, 1024)
+		if out := h.Out(f.Name, "default", "pwd; echo $WHO; stat -c '%s %b' sparse.bin; stat -c %s data"); out != "/workspace\nsrc\n1099511627776 0\n209715200\n" {
+			t.Fatalf("fork %s: %q", f.Name, out)
+		}
+	}
+	h.Out("many-1", "default", "echo mine > /workspace/own; rm /workspace/data")
+	if out := h.Out("many-2", "default", "ls /workspace"); out != "data\nsparse.bin\n" {
+		t.Fatalf("a fork saw another's writes: %q", out)
+	}
+	// All or none: the second name is taken, so none is kept.
+	h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "again-2", DiskMB: 64})
+	if _, err := h.Client.ForkWorkspaces(ctx, w.Name, pclient.ForkWorkspaceRequest{Name: "again", Count: 3}); !IsCode(err, pclient.CodeConflict) {
+		t.Fatalf("forks into a taken name: %v, want a 409", err)
+	}
+	if _, err := h.Client.GetWorkspace(ctx, "again-1"); !IsCode(err, pclient.CodeNotFound) {
+		t.Fatalf("a failed count left its first fork: %v", err)
+	}
+	for _, bad := range []int{17, -1} {
+		if _, err := h.Client.ForkWorkspaces(ctx, w.Name, pclient.ForkWorkspaceRequest{Name: "x", Count: bad}); !IsCode(err, pclient.CodeInvalid) {
+			t.Fatalf("count %d: %v, want a 400", bad, err)
+		}
+	}
+	t.Logf("3 forks of a workspace holding 200 MB and a 1 TiB sparse file: %s", took.Round(time.Millisecond))
 }

@@ -210,6 +210,21 @@ func (c *Client) ForkWorkspace(ctx context.Context, ws string, req ForkWorkspace
 	return w, err
 }
 
+// ForkWorkspaces makes req.Count forks of a workspace at once (all or
+// none), named <name>-1 ... <name>-N when req.Name is set.
+func (c *Client) ForkWorkspaces(ctx context.Context, ws string, req ForkWorkspaceRequest) ([]Workspace, error) {
+	if req.Count <= 1 {
+		w, err := c.ForkWorkspace(ctx, ws, req)
+		if err != nil {
+			return nil, err
+		}
+		return []Workspace{w}, nil
+	}
+	var out []Workspace
+	err := c.do(ctx, http.MethodPost, "/v1/workspaces/"+esc(ws)+"/fork", req, &out)
+	return out, err
+}
+
 // ForwardPort makes a port inside a workspace reachable on the sidecar's
 // host loopback; asking again for a forwarded port returns it as it is.
 func (c *Client) ForwardPort(ctx context.Context, ws string, req ForwardPortRequest) (PortForward, error) {

@@ -484,6 +484,10 @@ type ForkWorkspaceRequest struct {
 	// KeepSecrets gives the fork the secrets its source holds (without
 	// it, it holds none).
 	KeepSecrets bool `json:"keep_secrets,omitempty"`
+	// Count makes this many forks at once (1 to 16; default 1), named
+	// <name>-1 ... <name>-N when Name is set. With 2 or more the answer is
+	// an array of workspaces (ForkWorkspaces); all are made or none.
+	Count int `json:"count,omitempty"`
 }
 
 // TerminalMessage is a text message of a terminal WebSocket

@@ -21,15 +21,41 @@ import (
 // (its container is paused while it is committed) and is not changed; a
 // stopped src is forked as it was when it stopped.
 func (m *Manager) Fork(ctx context.Context, srcName string, req ForkRequest) (Info, error) {
-	src, err := m.ready(ctx, srcName)
+	if req.Count > 1 {
+		return Info{}, fmt.Errorf("%w: count %d: use Forks for several forks", ErrInvalid, req.Count)
+	}
+	out, err := m.Forks(ctx, srcName, req)
 	if err != nil {
 		return Info{}, err
+	}
+	return out[0], nil
+}
+
+// MaxForkCount bounds ForkRequest.Count.
+const MaxForkCount = 16
+
+// Forks makes req.Count forks of src at once (1 when 0), as Fork makes
+// one: src's state is taken once and each fork gets a clone of it. With a
+// name and a count of 2 or more, the forks are named <name>-1 ... <name>-N
+// (generated names without one). All or none: if one fails, the forks
+// made before it are deleted.
+func (m *Manager) Forks(ctx context.Context, srcName string, req ForkRequest) ([]Info, error) {
+	n := req.Count
+	switch {
+	case n == 0:
+		n = 1
+	case n < 0 || n > MaxForkCount:
+		return nil, fmt.Errorf("%w: count must be between 1 and %d, got %d", ErrInvalid, MaxForkCount, req.Count)
+	}
+	src, err := m.ready(ctx, srcName)
+	if err != nil {
+		return nil, err
 	}
 	// Under src's lifecycle lock: it is not started, stopped, deleted or
 	// merged while its state is copied.
 	unlock, err := src.lock(ctx)
 	if err != nil {
-		return Info{}, err
+		return nil, err
 	}
 	defer unlock()
 	src.mu.Lock()
@@ -39,34 +65,34 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req ForkRequest) (In
 	if running {
 		// The fork's sessions start from their snapshots: make them current.
 		if err := c.FlushSnapshots(ctx); err != nil {
-			return Info{}, src.explain(err)
+			return nil, src.explain(err)
 		}
 	}
 	if p, ok := m.eng.(placer); ok && p.Places() {
-		return Info{}, fmt.Errorf("%w: fork on a cluster (--engine swarm): the workspace's container and volumes are on another node's engine", ErrUnsupported)
+		return nil, fmt.Errorf("%w: fork on a cluster (--engine swarm): the workspace's container and volumes are on another node's engine", ErrUnsupported)
 	}
 	if md.Format < formatAgent {
-		return Info{}, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
+		return nil, fmt.Errorf("%w: workspace %s is of an older patina; start it once (which migrates it) before forking it", ErrInvalid, md.Name)
 	}
 	if md.Repo != "" && repo == nil {
-		return Info{}, fmt.Errorf("%w: the repository of workspace %s cannot be opened", ErrInvalid, md.Name)
+		return nil, fmt.Errorf("%w: the repository of workspace %s cannot be opened", ErrInvalid, md.Name)
 	}
 	base := ""
 	if repo != nil {
 		if running {
 			st, err := c.GitState(ctx)
 			if err != nil {
-				return Info{}, src.explain(err)
+				return nil, src.explain(err)
 			}
 			if st.Head != "" {
 				if _, err := repo.Record(ctx, md.ID, worktree.RecordRequest{Head: st.Head, Source: agentSource{c}}); err != nil {
-					return Info{}, err
+					return nil, err
 				}
 			}
 		}
 		wt, err := repo.Get(ctx, md.ID)
 		if err != nil {
-			return Info{}, err
+			return nil, err
 		}
 		base = wt.Head
 		if base == "" {
@@ -88,7 +114,7 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req ForkRequest) (In
 		}
 	}
 	if err := m.validateCreate(&creq); err != nil {
-		return Info{}, err
+		return nil, err
 	}
 	creq.DiskMB = md.DiskMB // a clone of the source's disk, or none as it has none
 	target := ""
@@ -118,12 +144,28 @@ func (m *Manager) Fork(ctx context.Context, srcName string, req ForkRequest) (In
 			From: md.ID, To: w.meta.ID, FromFiles: md.Worktree, ToFiles: w.meta.Worktree, Image: md.Image,
 		})
 	}}
-	ws, err := m.create(ctx, creq, plan)
-	if err != nil {
-		return Info{}, fmt.Errorf("fork workspace %s: %w", md.Name, err)
+	var out []Info
+	for i := 1; i <= n; i++ {
+		one := creq
+		if n > 1 && req.Name != "" {
+			one.Name = fmt.Sprintf("%s-%d", req.Name, i)
+		}
+		ws, err := m.create(ctx, one, plan)
+		if err != nil {
+			for _, made := range out {
+				if derr := m.Delete(context.WithoutCancel(ctx), made.ID, false); derr != nil {
+					m.log.Warn("fork: delete a fork made before one failed", "workspace_id", made.ID, "err", derr)
+				}
+			}
+			if n > 1 {
+				return nil, fmt.Errorf("fork workspace %s (%d of %d; none kept): %w", md.Name, i, n, err)
+			}
+			return nil, fmt.Errorf("fork workspace %s: %w", md.Name, err)
+		}
+		m.log.Info("workspace forked", "from", md.ID, "workspace_id", ws.ID, "name", ws.Name)
+		out = append(out, ws)
 	}
-	m.log.Info("workspace forked", "from", md.ID, "workspace_id", ws.ID, "name", ws.Name)
-	return ws, nil
+	return out, nil
 }
 
 // forkDisk makes the fork's disk a clone of its source's (files, sessions'

@@ -62,6 +62,9 @@ type ForkRequest struct {
 	// KeepSecrets gives the fork the secrets its source holds (without
 	// it, it holds none).
 	KeepSecrets bool
+	// Count makes this many forks at once (Forks; 0: one). With Name, they
+	// are named <name>-1 ... <name>-N.
+	Count int
 }
 
 // ForwardPortRequest asks ForwardPort to make a workspace's port

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/patina-dev/patina/sidecar/client"
 	"github.com/spf13/cobra"
@@ -12,9 +13,10 @@ func newWsForkCmd(a *app) *cobra.Command {
 		name        string
 		asJSON      bool
 		keepSecrets bool
+		count       int
 	)
 	cmd := &cobra.Command{
-		Use:   "fork SRC [--name DST]",
+		Use:   "fork SRC [--name DST] [--count N]",
 		Short: "Make a new workspace from another, as it is now",
 		Long: `Make workspace DST from workspace SRC, as SRC is now:
 
@@ -32,28 +34,57 @@ changed (its container is paused for the moment it is committed). A stopped SRC
 is forked as it was when it stopped. DST gets SRC's image settings, limits,
 environment (its secret environment too: SRC's sessions hold it), network and
 idle-stop, but none of the secrets SRC holds unless --keep-secrets; deleting it
-also removes the image committed for it.`,
+also removes the image committed for it.
+
+--count N makes N forks at once (at most 16), named DST-1 ... DST-N: SRC's state
+is taken once and each fork gets its own copy-on-write clone of it. All are made
+or none (if one fails, those made before it are deleted).`,
 		Example: `  patina ws fork fix-tests --name fix-tests-b
   patina ws fork fix-tests --name try-2 --json
-  patina ws fork fix-tests --name try-3 --keep-secrets`,
+  patina ws fork fix-tests --name try-3 --keep-secrets
+  patina ws fork fix-tests --name attempt --count 4`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				if count < 0 || count > 16 {
+					return usagef("--count must be between 1 and 16, not %d", count)
+				}
 				done := a.progress("forking " + args[0])
-				ws, err := c.ForkWorkspace(ctx, args[0], client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets})
+				req := client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets, Count: count}
+				if count <= 1 {
+					ws, err := c.ForkWorkspace(ctx, args[0], req)
+					done()
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						return writeJSON(a.stdout, ws)
+					}
+					return printWorkspace(a.stdout, ws, a.now())
+				}
+				wss, err := c.ForkWorkspaces(ctx, args[0], req)
 				done()
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return writeJSON(a.stdout, ws)
+					return writeJSON(a.stdout, wss)
 				}
-				return printWorkspace(a.stdout, ws, a.now())
+				for i, ws := range wss {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					if err := printWorkspace(a.stdout, ws, a.now()); err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the new workspace's name, also its branch patina/<name> (default: generated)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new workspace as JSON")
 	cmd.Flags().BoolVar(&keepSecrets, "keep-secrets", false, "give DST the secrets SRC holds (without it, DST holds none)")
+	cmd.Flags().IntVar(&count, "count", 1, "make `N` forks at once, named DST-1 ... DST-N (all or none; --json prints an array)")
 	return cmd
 }
