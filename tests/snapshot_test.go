@@ -149,7 +149,8 @@ func TestSnapshot(t *testing.T) {
 }
 
 // TestHostileSnapshot: a workspace that writes more than the sidecar lets
-// a snapshot copy is refused (413) without filling the engine's storage,
+// a snapshot copy (in /workspace, or a sparse file in its container's
+// own filesystem) is refused (413) without filling the engine's storage,
 // without leaving a template or a work container, and without leaving
 // the workspace paused; what a workspace plants in its own container to
 // be planted in others (a seed of its own, a marker, links out of its
@@ -178,6 +179,20 @@ func TestHostileSnapshot(t *testing.T) {
 		t.Fatalf("a refused snapshot left %d work containers (%v)", len(left), err)
 	}
 	if got := h.Out("hog", "default", "echo alive"); got != "alive\n" {
+		t.Fatalf("the workspace after a refused snapshot: %q", got)
+	}
+	// A sparse file in the container's own filesystem takes no disk in
+	// the workspace, but a commit writes it whole: it counts at its
+	// length, before the commit.
+	h.Out("hog", "default", "rm /workspace/blob; truncate -s 2G /root/sparse")
+	_, err = h.Client.SnapshotWorkspace(ctx, "hog", client.SnapshotWorkspaceRequest{Name: big})
+	if !IsCode(err, client.CodeTooLarge) || !strings.Contains(err.Error(), "8 MiB") {
+		t.Fatalf("a workspace with a sparse file over the bound: %v, want a 413 naming it", err)
+	}
+	if _, err := h.Client.GetTemplate(ctx, big); !IsCode(err, client.CodeNotFound) {
+		t.Fatalf("a refused snapshot left a template: %v", err)
+	}
+	if got := h.Out("hog", "default", "rm /root/sparse; echo alive"); got != "alive\n" {
 		t.Fatalf("the workspace after a refused snapshot: %q", got)
 	}
 	// A sidecar killed while it saves a workspace leaves its container

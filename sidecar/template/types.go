@@ -67,7 +67,9 @@ type SnapshotSource struct {
 	// Clear names variables of the container's environment not to keep in
 	// the template (the agent's token).
 	Clear []string
-	// MaxBytes bounds its files and sessions' state (0: no bound).
+	// MaxBytes bounds what is copied of it into the engine's storage:
+	// its container's changes (as the engine measures them: a sparse
+	// file at its length), files and sessions' state (0: no bound).
 	MaxBytes int64
 }
 

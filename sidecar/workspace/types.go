@@ -127,8 +127,9 @@ type Config struct {
 	WarmPool int
 	// MaxTemplateContext bounds a template's build context (256 MiB).
 	MaxTemplateContext int64
-	// MaxSnapshot bounds what a snapshot copies of a workspace's files
-	// and sessions' state into the engine's storage (10 GiB).
+	// MaxSnapshot bounds what a snapshot copies of a workspace (its
+	// container's changes, files and sessions' state) into the engine's
+	// storage (10 GiB).
 	MaxSnapshot int64
 	// Logger (default: discard).
 	Logger *slog.Logger

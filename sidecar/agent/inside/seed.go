@@ -20,11 +20,14 @@ const seedDone = "seed.done"
 
 // plantSeed gives a new workspace the files and sessions' state of the
 // template it was made from: seed's workspace/ into workdir and state/
-// into stateDir (its agent.log left out), then marks it done and removes
-// seed from the container's filesystem. It runs before the agent opens
-// the sessions, so that they start from the saved state, and before
-// anything of a user ran: what a crash left half-planted is planted again
-// whole. No seed: nothing to do.
+// into stateDir (its agent.log and marker left out), then marks it done
+// and removes seed from the container's filesystem. It runs before the
+// agent opens the sessions, so that they start from the saved state, and
+// before anything of a user ran: what a crash left half-planted is
+// planted again whole. A plant that failed is marked done all the same:
+// the agent goes on, the workspace's user works in its files, and a
+// later try would first remove what they made of the names the seed
+// holds. No seed: nothing to do.
 func plantSeed(seed, workdir, stateDir string) (bool, error) {
 	if _, err := os.Lstat(seed); errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -33,34 +36,42 @@ func plantSeed(seed, workdir, stateDir string) (bool, error) {
 	if _, err := os.Lstat(done); err == nil {
 		return false, os.RemoveAll(seed)
 	}
+	err := plant(seed, workdir, stateDir)
+	if werr := os.WriteFile(done, nil, 0o600); werr != nil {
+		return false, errors.Join(err, fmt.Errorf("plant the template's seed: %w", werr))
+	}
+	if rerr := os.RemoveAll(seed); err == nil {
+		err = rerr
+	}
+	return err == nil, err
+}
+
+func plant(seed, workdir, stateDir string) error {
 	for _, p := range []struct{ from, to string }{{filepath.Join(seed, "workspace"), workdir}, {filepath.Join(seed, "state"), stateDir}} {
 		entries, err := os.ReadDir(p.from)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("read the template's seed: %w", err)
+			return fmt.Errorf("read the template's seed: %w", err)
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if strings.HasPrefix(name, "agent.log") || name == seedDone {
+			if p.to == stateDir && (strings.HasPrefix(name, "agent.log") || name == seedDone) {
 				// This workspace's own: the seed's is dropped.
 				if err := os.RemoveAll(filepath.Join(p.from, name)); err != nil {
-					return false, fmt.Errorf("plant the template's seed: %w", err)
+					return fmt.Errorf("plant the template's seed: %w", err)
 				}
 				continue
 			}
 			// A half-planted seed of an earlier try goes first.
 			if err := os.RemoveAll(filepath.Join(p.to, name)); err != nil {
-				return false, fmt.Errorf("plant the template's seed: %w", err)
+				return fmt.Errorf("plant the template's seed: %w", err)
 			}
 		}
 		if err := CopyTree(p.from, p.to); err != nil {
-			return false, fmt.Errorf("plant the template's seed: %w", err)
+			return fmt.Errorf("plant the template's seed: %w", err)
 		}
 	}
-	if err := os.WriteFile(done, nil, 0o600); err != nil {
-		return false, fmt.Errorf("plant the template's seed: %w", err)
-	}
-	return true, os.RemoveAll(seed)
+	return nil
 }

@@ -85,4 +85,34 @@ func TestPlantSeed(t *testing.T) {
 	if _, err := os.Lstat(seed); !os.IsNotExist(err) {
 		t.Fatalf("the second seed is still there: %v", err)
 	}
+
+	// A plant that failed halfway (its files planted, its state not) is
+	// not tried again over what the workspace made since; the seed's
+	// files named like the agent's own are files like others.
+	work2, state2 := filepath.Join(root, "workspace2"), filepath.Join(root, "state2")
+	for _, d := range []string{work2, state2} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeSeed()
+	write(filepath.Join(seed, "workspace", "agent.log.txt"), "the user's notes\n")
+	if err := os.RemoveAll(filepath.Join(seed, "state")); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(seed, "state"), "not a directory")
+	if planted, err := plantSeed(seed, work2, state2); planted || err == nil {
+		t.Fatalf("a plant that fails: %v, %v", planted, err)
+	}
+	if got := read(filepath.Join(work2, "agent.log.txt")); got != "the user's notes\n" {
+		t.Fatalf("agent.log.txt of the workspace's files: %q", got)
+	}
+	write(filepath.Join(work2, "src", "main.go"), "the user's work\n")
+	makeSeed()
+	if planted, err := plantSeed(seed, work2, state2); planted || err != nil {
+		t.Fatalf("after a failed plant: %v, %v", planted, err)
+	}
+	if got := read(filepath.Join(work2, "src", "main.go")); got != "the user's work\n" {
+		t.Fatalf("a seed was planted again over the workspace's files after a failed plant: %q", got)
+	}
 }

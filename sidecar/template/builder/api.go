@@ -30,6 +30,7 @@ type API interface {
 	// A snapshot of a workspace (Snapshot).
 	CopyFromContainer(ctx context.Context, containerID, srcPath string) (io.ReadCloser, container.PathStat, error)
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	ContainerInspectWithRaw(ctx context.Context, containerID string, getSize bool) (container.InspectResponse, []byte, error)
 	ContainerPause(ctx context.Context, containerID string) error
 	ContainerUnpause(ctx context.Context, containerID string) error
 	Info(ctx context.Context) (system.Info, error)

@@ -29,6 +29,8 @@ var snapshotPaths = []string{"/workspace", "/.patina/state"}
 const (
 	seedParent = "/.patina"
 	seedName   = "seed"
+	// snapshotCleanupTimeout bounds each step of undoing a snapshot's work.
+	snapshotCleanupTimeout = 2 * time.Minute
 )
 
 // containerLabels are the labels patina gives a workspace's container
@@ -48,7 +50,8 @@ var imageRemoveOptions = image.RemoveOptions{PruneChildren: true}
 // plants before its sessions open. The container is paused meanwhile (a
 // consistent copy; its commands wait). The workspace's bytes go from the
 // engine back to the engine as the archive the engine made (never
-// unpacked here), counted against src.MaxBytes.
+// unpacked here), counted against src.MaxBytes with the container's own
+// changes.
 func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (template.Template, error) {
 	if err := template.ValidName(src.Name); err != nil {
 		return template.Template{}, err
@@ -81,7 +84,11 @@ func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (te
 		maps.Copy(out, set)
 		return out
 	}
-	cleanup := context.WithoutCancel(ctx)
+	// Undoing (unpause, removals) is done even when the caller went, within
+	// a deadline of its own.
+	cleanup := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), snapshotCleanupTimeout)
+	}
 	if err := m.api.ContainerPause(ctx, src.ContainerID); err != nil {
 		return template.Template{}, fmt.Errorf("pause workspace %s: %w", src.Workspace, err)
 	}
@@ -89,37 +96,66 @@ func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (te
 	unpause := func() {
 		if paused {
 			paused = false
-			if err := m.api.ContainerUnpause(cleanup, src.ContainerID); err != nil {
+			cctx, cancel := cleanup()
+			defer cancel()
+			if err := m.api.ContainerUnpause(cctx, src.ContainerID); err != nil {
 				m.log.Warn("snapshot: unpause the workspace", "workspace", src.Workspace, "err", err)
 			}
 		}
 	}
 	defer unpause()
-	base, err := m.api.ContainerCommit(ctx, src.ContainerID, container.CommitOptions{
+	tooLarge := func() error {
+		return fmt.Errorf("%w: workspace %s holds more than %d MiB in its container's changes, /workspace and its sessions' state", template.ErrTooLarge, src.Workspace, src.MaxBytes>>20)
+	}
+	// The commit writes the container's own changes into the engine's
+	// storage as they read: a sparse file at its full length (truncate -s
+	// 10T takes no disk in the workspace and 10 TB in the commit). The
+	// engine's measure of them (the files' lengths), taken while the
+	// container is paused, counts against the bound first.
+	sized, _, err := m.api.ContainerInspectWithRaw(ctx, src.ContainerID, true)
+	if err != nil {
+		return template.Template{}, fmt.Errorf("measure the container of workspace %s: %w", src.Workspace, err)
+	}
+	if sized.SizeRw == nil {
+		return template.Template{}, fmt.Errorf("measure the container of workspace %s: the engine gave no size", src.Workspace)
+	}
+	copied := *sized.SizeRw
+	if src.MaxBytes > 0 && copied > src.MaxBytes {
+		return template.Template{}, tooLarge()
+	}
+	// Not cancelled with the caller: the engine goes on committing anyway,
+	// and the image it makes must be known to be removed.
+	base, err := m.api.ContainerCommit(context.WithoutCancel(ctx), src.ContainerID, container.CommitOptions{
 		Comment: "patina: workspace " + src.Workspace + " (snapshot " + src.Name + ")",
 		Config:  &container.Config{Env: env, Labels: labels(map[string]string{pcontainer.LabelManaged: "1"})},
 	})
 	if err != nil {
 		return template.Template{}, fmt.Errorf("save the container of workspace %s: %w", src.Workspace, err)
 	}
+	removeBase := func() {
+		cctx, cancel := cleanup()
+		defer cancel()
+		_, _ = m.api.ImageRemove(cctx, base.ID, imageRemoveOptions)
+	}
 	c, err := m.api.ContainerCreate(ctx, &container.Config{
 		Image: base.ID, Entrypoint: []string{"/bin/true"}, Cmd: []string{},
 		Labels: labels(map[string]string{template.LabelBuild: "snapshot", pcontainer.LabelStateDir: m.cfg.StateDir}),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
-		_, _ = m.api.ImageRemove(cleanup, base.ID, imageRemoveOptions)
+		removeBase()
 		return template.Template{}, fmt.Errorf("save workspace %s: %w", src.Workspace, err)
 	}
 	defer func() {
-		_ = m.api.ContainerRemove(cleanup, c.ID, container.RemoveOptions{Force: true})
+		cctx, cancel := cleanup()
+		_ = m.api.ContainerRemove(cctx, c.ID, container.RemoveOptions{Force: true})
+		cancel()
 		// The template's image holds it as its parent; without a template
 		// it goes.
-		_, _ = m.api.ImageRemove(cleanup, base.ID, imageRemoveOptions)
+		removeBase()
 	}()
 	if err := m.api.CopyToContainer(ctx, c.ID, seedParent, seedDirArchive(), container.CopyToContainerOptions{}); err != nil {
 		return template.Template{}, fmt.Errorf("save workspace %s: %w", src.Workspace, err)
 	}
-	var copied int64
 	for _, p := range snapshotPaths {
 		rc, _, err := m.api.CopyFromContainer(ctx, src.ContainerID, p)
 		if err != nil {
@@ -130,7 +166,7 @@ func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (te
 		rc.Close()
 		copied += lr.read
 		if lr.over {
-			return template.Template{}, fmt.Errorf("%w: workspace %s holds more than %d MiB in /workspace and its sessions' state", template.ErrTooLarge, src.Workspace, src.MaxBytes>>20)
+			return template.Template{}, tooLarge()
 		}
 		if err != nil {
 			return template.Template{}, fmt.Errorf("save %s of workspace %s: %w", p, src.Workspace, err)
@@ -142,7 +178,7 @@ func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (te
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	hash := "snapshot-" + hex.EncodeToString(id[:])
-	if _, err := m.api.ContainerCommit(ctx, c.ID, container.CommitOptions{
+	if _, err := m.api.ContainerCommit(context.WithoutCancel(ctx), c.ID, container.CommitOptions{
 		Reference: template.Ref(src.Name),
 		Comment:   "patina template " + src.Name + ": a snapshot of workspace " + src.Workspace,
 		Config: &container.Config{
