@@ -116,6 +116,9 @@ func New(cfg Config) (*Service, error) {
 	if api, ok := cfg.Docker.(builder.API); ok {
 		templates = builder.New(builder.Config{StateDir: abs, Logger: logger, Runtime: cfg.Runtime, CPUs: cfg.DefaultCPUs}, api)
 		wsTemplates = templates
+		sctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+		templates.Sweep(sctx)
+		cancel()
 	}
 	mgr, err := workspace.New(workspace.Config{
 		Budget:          budget.New(cfg.MemoryBudgetBytes),
@@ -318,6 +321,9 @@ const (
 	// metricsQueryTimeout bounds asking the engine for a figure of a
 	// metrics scrape (the templates' count).
 	metricsQueryTimeout = 5 * time.Second
+	// sweepTimeout bounds removing, at start, what an interrupted snapshot
+	// left (a few list and remove calls).
+	sweepTimeout = 30 * time.Second
 )
 
 // openDisks opens the pool of workspaces' disks where the engine can keep

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/patina-dev/patina/sidecar/client"
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
 	"github.com/patina-dev/patina/sidecar/template"
 )
 
@@ -123,6 +124,10 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("a refused snapshot left a template: %v", err)
 	}
 	repo := GitRepo(t, map[string]string{"a.txt": "a\n"})
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "from-repo", Repo: repo})
+	if _, err := h.Client.SnapshotWorkspace(ctx, "from-repo", client.SnapshotWorkspaceRequest{Name: name + "-r"}); !IsCode(err, client.CodeInvalid) || !strings.Contains(err.Error(), "fork") {
+		t.Fatalf("a repository workspace: %v, want a 400 that says to fork it", err)
+	}
 	if _, err := h.Client.CreateWorkspace(ctx, client.CreateWorkspaceRequest{Name: "with-repo", Template: name, Repo: repo}); !IsCode(err, client.CodeInvalid) || !strings.Contains(err.Error(), "without repo") {
 		t.Fatalf("a repository workspace from a saved workspace: %v, want a 400 that says why", err)
 	}
@@ -206,7 +211,31 @@ func TestHostileSnapshot(t *testing.T) {
 	if err := dc.ContainerPause(ctx, hog.ContainerID); err != nil {
 		t.Fatal(err)
 	}
+	// What it left half-way: the image committed from the workspace and
+	// the helper container made from it (as a snapshot labels them).
+	mine := func(build string) map[string]string {
+		return map[string]string{template.LabelBuild: build, pcontainer.LabelStateDir: h.StateDir, pcontainer.LabelManaged: "1"}
+	}
+	left0, err := dc.ContainerCreate(ctx, &container.Config{Image: "patina/base:bookworm", Cmd: []string{"true"}, Labels: mine("snapshot-base")}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := dc.ContainerCommit(ctx, left0.ID, container.CommitOptions{Config: &container.Config{Labels: mine("snapshot-base")}})
+	_ = dc.ContainerRemove(ctx, left0.ID, container.RemoveOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err := dc.ContainerCreate(ctx, &container.Config{Image: base.ID, Cmd: []string{"true"}, Labels: mine("snapshot")}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.Launch()
+	if _, err := dc.ContainerInspect(ctx, helper.ID); err == nil {
+		t.Fatal("the helper container an interrupted snapshot left is still there after a restart")
+	}
+	if _, err := dc.ImageInspect(ctx, base.ID); err == nil {
+		t.Fatal("the image an interrupted snapshot left is still there after a restart")
+	}
 	if got := h.Out("hog", "default", "echo alive $KEPT"); got != "alive 1\n" {
 		t.Fatalf("the workspace left paused, after a restart: %q", got)
 	}

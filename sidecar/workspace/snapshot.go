@@ -10,7 +10,7 @@ import (
 
 // Snapshot saves a running workspace as the template req.Name: its
 // container's filesystem (installed packages, files under /root...), its
-// files (/workspace, its own repository included) and its sessions' state
+// files (/workspace, a git repository made in it included) and its sessions' state
 // (history, and each shell's last cwd, variables, functions, aliases and
 // options). A workspace created with that template starts with all of it,
 // each session in a new shell restored from its state; running processes
@@ -48,6 +48,9 @@ func (m *Manager) Snapshot(ctx context.Context, idOrName string, req SnapshotReq
 	w.mu.Unlock()
 	if len(md.SecretEnv) > 0 || len(md.Secrets) > 0 {
 		return template.Template{}, fmt.Errorf("%w: workspace %s holds secrets or secret environment variables: its sessions' state may hold their values, and a template is readable by every user of this sidecar; save a workspace without them", ErrInvalid, md.Name)
+	}
+	if md.Repo != "" || len(md.Objects) > 0 || len(md.ObjectDirs) > 0 {
+		return template.Template{}, fmt.Errorf("%w: workspace %s is made from a repository, whose history its own borrows (objects read from the sidecar's store, not copied into it): a template cannot carry it yet; fork the workspace instead (patina ws fork)", ErrInvalid, md.Name)
 	}
 	if md.ContainerID == "" {
 		return template.Template{}, fmt.Errorf("%w: workspace %s has no container", ErrNotRunning, md.Name)

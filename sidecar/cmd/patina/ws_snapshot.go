@@ -21,7 +21,7 @@ func newWsSnapshotCmd(a *app) *cobra.Command {
 
   - its container's filesystem outside /workspace (packages installed with
     apt, files under /root, /etc, /usr/local...);
-  - its files (/workspace), its own git repository included;
+  - its files (/workspace), a git repository made in it included;
   - each session with its history and its last state: cwd, exported
     variables, functions, aliases, shell options.
 
@@ -31,7 +31,9 @@ in WORKSPACE are not carried. WORKSPACE is paused while it is copied and is not
 changed. Such a workspace takes no --repo (the template brings its files and
 repository).
 
-Refused: a workspace holding secrets or secret environment variables (its
+Refused: a workspace made from a repository (--repo: its history borrows the
+repository's objects, which a template does not carry yet; fork it instead), a
+workspace holding secrets or secret environment variables (its
 sessions' state may hold their values, and a template is readable by whoever
 uses this sidecar), a name a template has already (remove it first with
 "patina template rm"), a workspace whose files and sessions' state exceed the

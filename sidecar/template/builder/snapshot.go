@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
 	pcontainer "github.com/patina-dev/patina/sidecar/container"
@@ -38,6 +39,51 @@ const (
 var containerLabels = []string{
 	pcontainer.LabelWorkspace, pcontainer.LabelName, pcontainer.LabelRepo, pcontainer.LabelStateDir,
 	pcontainer.LabelRole, pcontainer.LabelAgentInit, pcontainer.LabelForkOf, template.LabelBuild,
+}
+
+// The values of template.LabelBuild on a snapshot's work: its helper
+// container, and the image committed from the workspace (the template's
+// parent once it is made).
+const (
+	snapshotWork = "snapshot"
+	snapshotBase = "snapshot-base"
+)
+
+// Sweep removes what a snapshot of this sidecar left when it was killed
+// half-way: its helper container, and the image committed from the
+// workspace if no template was made from it. Call it at start, before any
+// snapshot.
+func (m *Manager) Sweep(ctx context.Context) {
+	own := filters.NewArgs(filters.Arg("label", pcontainer.LabelStateDir+"="+m.cfg.StateDir))
+	cs := own.Clone()
+	cs.Add("label", template.LabelBuild+"="+snapshotWork)
+	list, err := m.api.ContainerList(ctx, container.ListOptions{All: true, Filters: cs})
+	if err != nil {
+		m.log.Warn("sweep: list a snapshot's helper containers", "err", err)
+		return
+	}
+	for _, c := range list {
+		if err := m.api.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+			m.log.Warn("sweep: remove a snapshot's helper container", "container", c.ID, "err", err)
+		}
+	}
+	is := own.Clone()
+	is.Add("label", template.LabelBuild+"="+snapshotBase)
+	imgs, err := m.api.ImageList(ctx, image.ListOptions{Filters: is})
+	if err != nil {
+		m.log.Warn("sweep: list a snapshot's images", "err", err)
+		return
+	}
+	for _, im := range imgs {
+		// A template's parent is not listed (it has a child); one that is
+		// has none: a snapshot that did not end.
+		if _, err := m.api.ImageRemove(ctx, im.ID, imageRemoveOptions); err != nil {
+			m.log.Warn("sweep: remove a snapshot's image", "image", im.ID, "err", err)
+		}
+	}
+	if len(list)+len(imgs) > 0 {
+		m.log.Info("removed what an interrupted snapshot left", "containers", len(list), "images", len(imgs))
+	}
 }
 
 // imageRemoveOptions removes an image patina made, and its untagged
@@ -127,7 +173,9 @@ func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (te
 	// and the image it makes must be known to be removed.
 	base, err := m.api.ContainerCommit(context.WithoutCancel(ctx), src.ContainerID, container.CommitOptions{
 		Comment: "patina: workspace " + src.Workspace + " (snapshot " + src.Name + ")",
-		Config:  &container.Config{Env: env, Labels: labels(map[string]string{pcontainer.LabelManaged: "1"})},
+		Config: &container.Config{Env: env, Labels: labels(map[string]string{
+			pcontainer.LabelManaged: "1", template.LabelBuild: snapshotBase, pcontainer.LabelStateDir: m.cfg.StateDir,
+		})},
 	})
 	if err != nil {
 		return template.Template{}, fmt.Errorf("save the container of workspace %s: %w", src.Workspace, err)
@@ -139,7 +187,7 @@ func (m *Manager) Snapshot(ctx context.Context, src template.SnapshotSource) (te
 	}
 	c, err := m.api.ContainerCreate(ctx, &container.Config{
 		Image: base.ID, Entrypoint: []string{"/bin/true"}, Cmd: []string{},
-		Labels: labels(map[string]string{template.LabelBuild: "snapshot", pcontainer.LabelStateDir: m.cfg.StateDir}),
+		Labels: labels(map[string]string{template.LabelBuild: snapshotWork, pcontainer.LabelStateDir: m.cfg.StateDir}),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		removeBase()
