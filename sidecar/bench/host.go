@@ -20,6 +20,10 @@ type HostOptions struct {
 	// image (default image.DefaultTag).
 	Binary string
 	Image  string
+	// AgentBinary, when set, is the agent the sidecar ships to its
+	// workspaces (serve --agent-binary: patina-agent, say) in place of
+	// Binary.
+	AgentBinary string
 	// Workspaces is how many workspaces the measurement makes (required).
 	Workspaces int
 	// API is this host's Docker engine (required): the containers are
@@ -64,6 +68,9 @@ func (o HostOptions) startOwn(ctx context.Context, what string, extra ...string)
 		return nil, nil, err
 	}
 	stateDir := filepath.Join(root, "state")
+	if o.AgentBinary != "" {
+		extra = append(extra, "--agent-binary", o.AgentBinary)
+	}
 	p, err = startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "serve.log"), o.Image, o.StartTimeout, extra...)
 	if err != nil {
 		os.RemoveAll(root)

@@ -30,6 +30,8 @@ type benchOptions struct {
 	// density is --density: how many idle workspaces to hold at once;
 	// burst is --burst: how many creates to send at once.
 	density, burst int
+	// agentBinary is --agent-binary (--density and --burst only).
+	agentBinary string
 }
 
 // report is a bench report: Report or SwarmReport.
@@ -105,12 +107,16 @@ it does not use a running sidecar, nor the global --addr, --token and
   patina bench --json > bench.json
   patina bench --samples 200 --sessions 10 --execs 20 --stream-mb 100 --diff-mb 10 --git-files 1000   # a quick run
   patina bench --density 1000   # a thousand idle workspaces on this host
+  patina bench --density 100 --agent-binary ./patina-agent   # the same, the workspaces running patina-agent
   patina bench --burst 100      # a hundred creates at once, with a warm pool of 100`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := a.executable()
 			if err != nil {
 				return fmt.Errorf("find the patina executable: %w", err)
+			}
+			if o.agentBinary != "" && !cmd.Flags().Changed("density") && !cmd.Flags().Changed("burst") {
+				return usagef("--agent-binary is for --density and --burst: the other runs' port checks need this whole binary in their workspaces")
 			}
 			if o.runscHost != "" {
 				return o.runRuntimes(cmd, a, bin)
@@ -171,6 +177,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
 	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
 	f.StringVar(&o.runscHost, "runsc-host", "", "compare the runtimes instead: a Docker engine (DOCKER_HOST form, unix:///run/gvisor-docker.sock) that has runsc registered; --samples and --create-samples apply (defaults there 300 and 3)")
+	f.StringVar(&o.agentBinary, "agent-binary", "", "with --density or --burst: the agent the measured sidecar ships to its workspaces (serve --agent-binary), e.g. patina-agent (the main run needs this whole binary in its workspaces for its port checks)")
 	f.IntVar(&o.density, "density", 0, "measure instead how many idle workspaces this host holds: create this many and time an exec in each (see above)")
 	f.IntVar(&o.burst, "burst", 0, "measure instead this many creates at once, with a warm pool as large and without (see above)")
 	f.StringVar(&o.nodeSocket, "swarm-node-socket", "", "--engine swarm: where every node's Docker socket is (default: serve's default), to remove the benchmark's volumes there")

@@ -26,7 +26,7 @@ func (o *benchOptions) runDensity(cmd *cobra.Command, a *app, bin string) error 
 	}
 	defer api.Close()
 	rep, err := bench.Density(cmd.Context(), bench.HostOptions{
-		Binary: bin, Image: o.opts.Image, Workspaces: o.density, API: api, Progress: a.stderr,
+		Binary: bin, AgentBinary: o.agentBinary, Image: o.opts.Image, Workspaces: o.density, API: api, Progress: a.stderr,
 	})
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (o *benchOptions) runBurst(cmd *cobra.Command, a *app, bin string) error {
 	}
 	defer api.Close()
 	rep, err := bench.Burst(cmd.Context(), bench.HostOptions{
-		Binary: bin, Image: o.opts.Image, Workspaces: o.burst, API: api, Progress: a.stderr,
+		Binary: bin, AgentBinary: o.agentBinary, Image: o.opts.Image, Workspaces: o.burst, API: api, Progress: a.stderr,
 	})
 	if err != nil {
 		return err
