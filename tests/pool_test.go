@@ -103,31 +103,46 @@ func TestWarmPool(t *testing.T) {
 			t.Fatalf("user b's workspace has user a's session: %+v", sessions)
 		}
 	}
-	// Other settings make their own: env, secrets' env, a network policy.
+	// A create with its own env, secret env and network policy takes one
+	// too: it gets them before anyone sees it (its first session included),
+	// and its network is cut to none.
 	n := fromPool("user-b")
+	full(3)
 	c := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-c", Env: map[string]string{"C_VAR": "c"}, SecretEnv: map[string]string{"C_SECRET": "s3cret"}, Network: &client.NetworkPolicy{Mode: client.NetworkNone}})
-	if fromPool("user-c") != n || c.Network.Mode != client.NetworkNone {
-		t.Fatalf("a create of other settings took a pooled workspace: %+v", c)
+	if fromPool("user-c") != n+1 || c.Network.Mode != client.NetworkNone || c.Env["C_VAR"] != "c" {
+		t.Fatalf("a create with env, secret env and network none did not take a pooled workspace: %+v", c)
 	}
-	if got := h.Out("user-c", "default", "echo $C_VAR $C_SECRET"); got != "c s3cret\n" {
-		t.Fatalf("user c: %q", got)
+	if got := h.Out("user-c", "default", "echo $C_VAR $C_SECRET; ls /sys/class/net | grep -c eth || true"); got != "c s3cret\n0\n" {
+		t.Fatalf("user c (env, secret env, network none, from the pool): %q", got)
+	}
+	h.CreateSession("user-c", client.CreateSessionRequest{ID: "second"})
+	if got := h.Out("user-c", "second", "echo $C_VAR $C_SECRET"); got != "c s3cret\n" {
+		t.Fatalf("user c's second session: %q", got)
+	}
+	// What the pool cannot give (other limits) makes its own.
+	c2 := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-c2", MemoryMB: 512})
+	if fromPool("user-c2") != n+1 {
+		t.Fatalf("a create of other limits took a pooled workspace: %+v", c2)
 	}
 	// A workspace given out is never given again: delete a, create more.
 	if err := h.Client.DeleteWorkspace(ctx, "user-a", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	full(3)
+	full(4)
 	d := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-d"})
-	if d.ID == a.ID || d.ID == b.ID || d.ContainerID == a.ContainerID || fromPool("user-d") != n+1 {
+	if d.ID == a.ID || d.ID == b.ID || d.ID == c.ID || d.ContainerID == a.ContainerID || fromPool("user-d") != n+2 {
 		t.Fatalf("a workspace given out came back: %+v", d)
 	}
-	if got := h.Out("user-d", "default", "ls -A /workspace; echo C_SECRET=$C_SECRET"); got != "C_SECRET=\n" {
-		t.Fatalf("user d: %q", got)
+	if got := h.Out("user-d", "default", "ls -A /workspace; echo C_SECRET=$C_SECRET C_VAR=$C_VAR; ls /sys/class/net | grep -c eth || true"); got != "C_SECRET= C_VAR=\n1\n" {
+		t.Fatalf("user d (after c): %q", got)
+	}
+	if err := h.Client.DeleteWorkspace(ctx, "user-c2", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 
 	// kill -9: the dead run's pooled workspaces go, a new pool comes, the
 	// users' workspaces stay.
-	full(4)
+	full(5)
 	before := containers()
 	h.Kill9()
 	h.Launch()

@@ -42,6 +42,16 @@ func (c *Client) RemoveSession(ctx context.Context, sid string) error {
 	return err
 }
 
+// Setup tells the agent now what it is told on each connection (the
+// environment of its new shells, the trust store): a workspace taken from
+// the warm pool gets its user's this way. It answers the agent's warning,
+// if any.
+func (c *Client) Setup(ctx context.Context, req *wire.SetupRequest) (string, error) {
+	var res setupResult
+	_, err := c.call(ctx, wire.MethodSetup, req, &res, callOpts{})
+	return res.Warning, err
+}
+
 // FlushSnapshots has every session whose state changed snapshot it now,
 // before its workspace stops.
 func (c *Client) FlushSnapshots(ctx context.Context) error {

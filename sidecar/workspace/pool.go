@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -184,8 +186,7 @@ func (m *Manager) createPooled() (*workspace, error) {
 // exactly a pooled one's (ok false: create one).
 func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool, error) {
 	p := m.pool
-	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Env) > 0 || len(req.SecretEnv) > 0 ||
-		len(req.Secrets) > 0 || req.IdleStop != "" || len(req.Placement) > 0 || (req.Network != nil && len(req.Network.Allow) > 0) {
+	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Placement) > 0 || req.Network == nil {
 		return Info{}, false, nil
 	}
 	var w *workspace
@@ -194,8 +195,11 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		c.mu.Lock()
 		md := c.meta
 		c.mu.Unlock()
+		// Its image, limits and disk are its container's; its network
+		// policy can be narrowed or widened unless it was made with none
+		// (no network at all).
 		if md.Image == req.Image && md.MemoryMB == req.MemoryMB && md.CPUs == req.CPUs && md.PidsLimit == req.PidsLimit &&
-			md.DiskMB == req.DiskMB && req.Network != nil && md.Network == req.Network.Mode {
+			md.DiskMB == req.DiskMB && (md.Network == req.Network.Mode || md.Network != NetworkNone) {
 			w = c
 			p.ready = append(p.ready[:i:i], p.ready[i+1:]...)
 			break
@@ -215,6 +219,14 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		return Info{}, true, err
 	}
 	defer m.unreserve(name)
+	// The request's own settings first, while it is still hidden: a
+	// failure discards it and the create makes its own.
+	if err := w.changeLocked(ctx, func(ctx context.Context) error { return m.applyToPooled(ctx, w, req) }); err != nil {
+		m.log.Warn("pool: give a pooled workspace the create's settings; making one instead", "workspace_id", w.meta.ID, "err", err)
+		m.dropSecrets(w.meta.ID)
+		m.discardPooled(w)
+		return Info{}, false, nil
+	}
 	err := w.changeLocked(ctx, func(ctx context.Context) error {
 		w.mu.Lock()
 		old := w.meta.Name
@@ -241,6 +253,48 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 	w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s, from the warm pool)", name, w.meta.Image)})
 	m.log.Info("workspace created from the warm pool", "workspace_id", w.meta.ID, "name", name)
 	return w.view(), true, nil
+}
+
+// applyToPooled gives a pooled workspace, still hidden, the create's
+// environment, secret environment and secrets (through its agent's setup,
+// for its new shells, and exported in its first session, started in the
+// pool), idle stop and network policy.
+func (m *Manager) applyToPooled(ctx context.Context, w *workspace, req CreateRequest) error {
+	w.mu.Lock()
+	w.meta.Env, w.meta.SecretEnv, w.meta.Secrets = req.Env, req.SecretEnv, grantsFor(req.Secrets)
+	w.meta.EnvBySetup = len(req.Env) > 0
+	w.meta.IdleStop = req.IdleStop
+	oldNet, oldAllow := w.meta.Network, w.meta.NetworkAllow
+	w.meta.Network, w.meta.NetworkAllow = req.Network.Mode, req.Network.Allow
+	md := w.meta
+	w.mu.Unlock()
+	m.holdSecrets(md)
+	if setup := w.agentSetup(); setup != nil {
+		c, err := w.client()
+		if err != nil {
+			return err
+		}
+		warning, err := c.Setup(ctx, setup)
+		if err != nil {
+			return err
+		}
+		env := maps.Clone(setup.Env)
+		if setup.Trust != nil && warning == "" {
+			maps.Copy(env, setup.Trust.Env)
+		}
+		if warning != "" {
+			m.log.Warn("pool: the agent's setup", "workspace_id", md.ID, "warning", warning)
+		}
+		if _, err := c.SetEnv(ctx, DefaultSession, env, nil); err != nil {
+			return err
+		}
+	}
+	if md.Network != oldNet || !slices.Equal(md.NetworkAllow, oldAllow) {
+		if err := w.applyNetwork(ctx); err != nil {
+			return err
+		}
+	}
+	return w.save(ctx)
 }
 
 // discardPooled deletes a pooled workspace taken out and not given.

@@ -49,6 +49,34 @@ func TestPoolFillsAFewAtATime(t *testing.T) {
 			t.Fatalf("workspace %s's sessions when taken: %+v, %v (want default, idle, no command)", name, ss, err)
 		}
 	}
+	// A create with its own environment, secret environment and idle stop
+	// takes one too: its shells have them, the first session included.
+	taken := m.poolTaken.Load()
+	if _, err := m.Create(ctx, CreateRequest{Name: "d", Env: map[string]string{"MINE": "d"}, SecretEnv: map[string]string{"TOKEN": "s3cret"}, IdleStop: "1h"}); err != nil {
+		t.Fatal(err)
+	}
+	if m.poolTaken.Load() != taken+1 {
+		t.Fatal("a create with env did not take a pooled workspace")
+	}
+	if got := out(t, m, "d", "default", "echo $MINE $TOKEN"); got != "d s3cret\n" {
+		t.Fatalf("the first session of a pooled workspace given env: %q", got)
+	}
+	if _, err := m.CreateSession(ctx, "d", CreateSessionRequest{ID: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out(t, m, "d", "later", "echo $MINE $TOKEN"); got != "d s3cret\n" {
+		t.Fatalf("a new session of a pooled workspace given env: %q", got)
+	}
+	if inf, err := m.Get("d"); err != nil || inf.Env["MINE"] != "d" || inf.IdleStop != "1h0m0s" {
+		t.Fatalf("the workspace's record: %+v %v", inf, err)
+	}
+	// The next user's pooled workspace has none of it.
+	if _, err := m.Create(ctx, CreateRequest{Name: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out(t, m, "e", "default", "echo [$MINE$TOKEN]"); got != "[]\n" {
+		t.Fatalf("the next pooled workspace has the last one's env: %q", got)
+	}
 	full()
 	if got := eng.maxCreating.Load(); got > poolFillers {
 		t.Fatalf("%d creates were under way at once while the pool refilled (at most %d)", got, poolFillers)

@@ -96,19 +96,25 @@ func grantsFor(names []string) []secrets.Grant {
 }
 
 // agentSetup is what the workspace's agent is told on each connection:
-// its secret environment, its placeholders and, when it holds secrets,
+// its secret environment (and, for one taken from the warm pool, its
+// environment), its placeholders and, when it holds secrets,
 // patina's CA for its trust store (nil: nothing to tell).
 func (w *workspace) agentSetup() *wire.SetupRequest {
 	w.mu.Lock()
 	grants, secretEnv := w.meta.Secrets, w.meta.SecretEnv
+	var plain map[string]string
+	if w.meta.EnvBySetup {
+		plain = w.meta.Env
+	}
 	w.mu.Unlock()
-	if len(grants) == 0 && len(secretEnv) == 0 {
+	if len(grants) == 0 && len(secretEnv) == 0 && len(plain) == 0 {
 		return nil
 	}
-	env := maps.Clone(secretEnv)
+	env := maps.Clone(plain)
 	if env == nil {
 		env = map[string]string{}
 	}
+	maps.Copy(env, secretEnv)
 	for _, g := range grants {
 		env[g.Name] = g.Placeholder
 	}

@@ -236,6 +236,10 @@ type meta struct {
 	Image      string `json:"image"`
 	// Pooled: the workspace waits in the warm pool (hidden until taken).
 	Pooled bool `json:"pooled,omitempty"`
+	// EnvBySetup: Env reaches the workspace's shells through its agent's
+	// setup, not its container's environment (a pooled workspace, made
+	// before its env was known).
+	EnvBySetup bool `json:"env_by_setup,omitempty"`
 	// Template is the template the workspace was made from (its Image is
 	// the template's).
 	Template string `json:"template,omitempty"`
