@@ -30,9 +30,15 @@ const (
 	burstCreateTimeout = 5 * time.Minute
 )
 
+// burstOwnMemoryMB is the memory limit of the creates the pool cannot
+// serve (the pool's workspaces have the sidecar's default, 4096 MB; one
+// with its own env, secret env or network policy takes a pooled one).
+const burstOwnMemoryMB = 2048
+
 // BurstReport: Workspaces creates sent at once, each to its first exec,
 // to a sidecar whose warm pool holds as many (Pool), then as many that the
-// pool cannot serve (NoPool: each with an env).
+// pool cannot serve (NoPool: each with a memory limit other than the
+// pool's).
 type BurstReport struct {
 	Workspaces int     `json:"workspaces"`
 	Pool       Latency `json:"pool"`
@@ -63,16 +69,16 @@ func Burst(ctx context.Context, o HostOptions) (BurstReport, error) {
 		return rep, err
 	}
 	for _, phase := range []struct {
-		name string
-		env  map[string]string
-		lat  *Latency
-		p95  *float64
+		name     string
+		memoryMB int64 // 0: the pool's; another: a create the pool cannot serve
+		lat      *Latency
+		p95      *float64
 	}{
-		{"pool", nil, &rep.Pool, &rep.PoolP95MS},
-		{"nopool", map[string]string{"BENCH": "1"}, &rep.NoPool, &rep.NoPoolP95MS},
+		{"pool", 0, &rep.Pool, &rep.PoolP95MS},
+		{"nopool", burstOwnMemoryMB, &rep.NoPool, &rep.NoPoolP95MS},
 	} {
 		fmt.Fprintf(o.Progress, "bench: burst: %d creates at once (%s)\n", o.Workspaces, phase.name)
-		ds, ids, errs := createAtOnce(ctx, c, o, phase.name, phase.env)
+		ds, ids, errs := createAtOnce(ctx, c, o, phase.name, phase.memoryMB)
 		for _, err := range errs {
 			rep.Errors++
 			if rep.FirstError == "" {
@@ -134,7 +140,7 @@ func poolReady(ctx context.Context, p *sidecarProc) (int, error) {
 // createAtOnce sends o.Workspaces creates at once, each followed by an
 // exec of `true`, and returns the times of those that worked, the ids
 // created and the errors.
-func createAtOnce(ctx context.Context, c *pclient.Client, o HostOptions, prefix string, env map[string]string) ([]time.Duration, []string, []error) {
+func createAtOnce(ctx context.Context, c *pclient.Client, o HostOptions, prefix string, memoryMB int64) ([]time.Duration, []string, []error) {
 	var (
 		mu   sync.Mutex
 		ds   []time.Duration
@@ -149,7 +155,7 @@ func createAtOnce(ctx context.Context, c *pclient.Client, o HostOptions, prefix 
 			cctx, cancel := context.WithTimeout(ctx, burstCreateTimeout)
 			defer cancel()
 			t0 := time.Now()
-			w, err := c.CreateWorkspace(cctx, pclient.CreateWorkspaceRequest{Name: fmt.Sprintf("bench-burst-%s-%d", prefix, i), Image: o.Image, Env: env})
+			w, err := c.CreateWorkspace(cctx, pclient.CreateWorkspaceRequest{Name: fmt.Sprintf("bench-burst-%s-%d", prefix, i), Image: o.Image, MemoryMB: memoryMB})
 			if err == nil {
 				err = execTrue(cctx, c, w.ID, "default")
 			}

@@ -95,7 +95,7 @@ unless the workspaces are network none).
 With --burst N, it measures instead N creates sent at once, each to its
 first exec, to a sidecar started with --warm N once its pool is full
 (target: p95 ≤ 1 s), and then N creates at once that the pool cannot serve
-(each with an env), while the pool refills.
+(each with a memory limit other than the pool's), while the pool refills.
 
 patina bench starts a sidecar of its own (this program's "serve" on a free
 loopback port, with a temporary state directory and token) so that it can
