@@ -189,6 +189,16 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Placement) > 0 || req.Network == nil {
 		return Info{}, false, nil
 	}
+	// The name first: a create whose name is taken costs no pooled
+	// workspace.
+	name := req.Name
+	if name == "" {
+		name = "ws-" + randomHex(4)
+	}
+	if err := m.reserve(name); err != nil {
+		return Info{}, true, err
+	}
+	defer m.unreserve(name)
 	var w *workspace
 	p.mu.Lock()
 	for i, c := range p.ready {
@@ -210,15 +220,6 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		return Info{}, false, nil
 	}
 	defer p.kick()
-	name := req.Name
-	if name == "" {
-		name = "ws-" + randomHex(4)
-	}
-	if err := m.reserve(name); err != nil {
-		m.discardPooled(w) // taken out: never back in
-		return Info{}, true, err
-	}
-	defer m.unreserve(name)
 	// The request's own settings first, while it is still hidden: a
 	// failure discards it and the create makes its own.
 	if err := w.changeLocked(ctx, func(ctx context.Context) error { return m.applyToPooled(ctx, w, req) }); err != nil {
@@ -232,6 +233,7 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		old := w.meta.Name
 		w.meta.Name = name
 		w.meta.Pooled = false
+		w.touch() // its idle stop counts from now, not from its making
 		w.meta.CreatedAt = time.Now().UTC()
 		w.mu.Unlock()
 		if err := w.save(ctx); err != nil {
@@ -268,6 +270,12 @@ func (m *Manager) applyToPooled(ctx context.Context, w *workspace, req CreateReq
 	w.meta.Network, w.meta.NetworkAllow = req.Network.Mode, req.Network.Allow
 	md := w.meta
 	w.mu.Unlock()
+	// The policy first, then what the user's secrets are.
+	if md.Network != oldNet || !slices.Equal(md.NetworkAllow, oldAllow) {
+		if err := w.applyNetwork(ctx); err != nil {
+			return err
+		}
+	}
 	m.holdSecrets(md)
 	if setup := w.agentSetup(); setup != nil {
 		c, err := w.client()
@@ -286,12 +294,13 @@ func (m *Manager) applyToPooled(ctx context.Context, w *workspace, req CreateReq
 			m.log.Warn("pool: the agent's setup", "workspace_id", md.ID, "warning", warning)
 		}
 		if _, err := c.SetEnv(ctx, DefaultSession, env, nil); err != nil {
-			return err
-		}
-	}
-	if md.Network != oldNet || !slices.Equal(md.NetworkAllow, oldAllow) {
-		if err := w.applyNetwork(ctx); err != nil {
-			return err
+			// A variable its shell will not take (bash's read-only UID, say):
+			// the first session goes, and the first exec starts it anew
+			// with the setup's environment, as in any workspace.
+			m.log.Debug("pool: export the create's environment in the first session; ending it instead", "workspace_id", md.ID, "err", err)
+			if err := c.RemoveSession(ctx, DefaultSession); err != nil {
+				return err
+			}
 		}
 	}
 	return w.save(ctx)

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -70,6 +71,18 @@ func TestPoolFillsAFewAtATime(t *testing.T) {
 	if inf, err := m.Get("d"); err != nil || inf.Env["MINE"] != "d" || inf.IdleStop != "1h0m0s" {
 		t.Fatalf("the workspace's record: %+v %v", inf, err)
 	}
+	// A variable its shell will not take (read-only in bash) costs no
+	// pooled workspace: the first session starts anew at the first exec.
+	taken = m.poolTaken.Load()
+	if _, err := m.Create(ctx, CreateRequest{Name: "ro", Env: map[string]string{"UID": "5", "OTHER": "o"}}); err != nil {
+		t.Fatal(err)
+	}
+	if m.poolTaken.Load() != taken+1 {
+		t.Fatal("a create with a read-only variable did not take a pooled workspace")
+	}
+	if got := out(t, m, "ro", "default", "echo $OTHER"); got != "o\n" {
+		t.Fatalf("the first session after a read-only variable: %q", got)
+	}
 	// The next user's pooled workspace has none of it.
 	if _, err := m.Create(ctx, CreateRequest{Name: "e"}); err != nil {
 		t.Fatal(err)
@@ -78,6 +91,14 @@ func TestPoolFillsAFewAtATime(t *testing.T) {
 		t.Fatalf("the next pooled workspace has the last one's env: %q", got)
 	}
 	full()
+	// A name already taken is refused before a pooled workspace is taken.
+	taken = m.poolTaken.Load()
+	if _, err := m.Create(ctx, CreateRequest{Name: "a"}); !errors.Is(err, ErrExists) && Kind(err) != ErrConflict {
+		t.Fatalf("a create of a taken name: %v", err)
+	}
+	if m.poolTaken.Load() != taken || m.Pool().Ready != 6 {
+		t.Fatalf("a create of a taken name cost a pooled workspace: %+v", m.Pool())
+	}
 	if got := eng.maxCreating.Load(); got > poolFillers {
 		t.Fatalf("%d creates were under way at once while the pool refilled (at most %d)", got, poolFillers)
 	}
