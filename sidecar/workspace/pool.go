@@ -17,9 +17,11 @@ import (
 // The warm pool (Config.WarmPool): workspaces of the default settings
 // (no repository, the default image, limits, disk and network policy, no
 // env or secrets) created ahead, container started, agent up and the
-// first session ("default") started. A create
-// whose settings are exactly those takes one, which then gets the
-// request's name; the pool refills in the background. A pooled workspace
+// first session ("default") started. A create of no repository or
+// template, of the default image, limits and disk takes one: it is given
+// the request's env, secret env, secrets, idle stop and network policy
+// while still hidden (applyToPooled), then its name; the pool refills in
+// the background, two creates at a time. A pooled workspace
 // is hidden (no lookup, no list) until it is taken, has run nothing of a
 // user before, and once taken is an ordinary workspace: never back in
 // the pool. At start, pooled workspaces left by an earlier run (a kill
@@ -182,8 +184,8 @@ func (m *Manager) createPooled() (*workspace, error) {
 	return w, nil
 }
 
-// takePooled gives a create a pooled workspace when its settings are
-// exactly a pooled one's (ok false: create one).
+// takePooled gives a create a pooled workspace when its image, limits
+// and disk are a pooled one's (ok false: create one).
 func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool, error) {
 	p := m.pool
 	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Placement) > 0 || req.Network == nil {
