@@ -302,7 +302,14 @@ func TestHostileAgent(t *testing.T) {
 			} else {
 				t.Logf("the sidecar used %s of CPU in %s of calls", cpu, wall)
 			}
-			if _, err := h.Client.ListSessions(ctx, "evil"); err != nil && !IsCode(err, client.CodeAgentUnavailable) && !(stopped && IsCode(err, client.CodeStopped)) {
+			_, err := h.Client.ListSessions(ctx, "evil")
+			if underRunsc() && IsCode(err, client.CodeStopped) {
+				// The same loss under runsc, seen after the calls rather than
+				// during them (CI, 2026-12-07: the third reconnection's exec
+				// relay timed out, then the sandbox ended).
+				t.Logf("the hostile workspace stopped under runsc after the calls: %v", err)
+				stopped = true
+			} else if err != nil && !IsCode(err, client.CodeAgentUnavailable) {
 				t.Fatalf("list sessions: %v", err)
 			}
 			h.responsive("bystander")
