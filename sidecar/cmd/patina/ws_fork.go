@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/patina-dev/patina/sidecar/client"
+	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -46,28 +47,19 @@ or none (if one fails, those made before it are deleted).`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				if count < 0 || count > 16 {
-					return usagef("--count must be between 1 and 16, not %d", count)
+				if count < 0 || count > workspace.MaxForkCount {
+					return usagef("--count must be between 1 and %d, not %d", workspace.MaxForkCount, count)
 				}
 				done := a.progress("forking " + args[0])
-				req := client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets, Count: count}
-				if count <= 1 {
-					ws, err := c.ForkWorkspace(ctx, args[0], req)
-					done()
-					if err != nil {
-						return err
-					}
-					if asJSON {
-						return writeJSON(a.stdout, ws)
-					}
-					return printWorkspace(a.stdout, ws, a.now())
-				}
-				wss, err := c.ForkWorkspaces(ctx, args[0], req)
+				wss, err := c.ForkWorkspaces(ctx, args[0], client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets, Count: count})
 				done()
 				if err != nil {
 					return err
 				}
 				if asJSON {
+					if count <= 1 {
+						return writeJSON(a.stdout, wss[0])
+					}
 					return writeJSON(a.stdout, wss)
 				}
 				for i, ws := range wss {
