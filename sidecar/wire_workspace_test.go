@@ -71,6 +71,9 @@ func TestWorkspaceWire(t *testing.T) {
 
 // The domain's names are the API's: statuses, network modes, signals.
 func TestWorkspaceNamesAreTheAPIs(t *testing.T) {
+	if workspace.MaxForkCount != client.MaxForkCount {
+		t.Errorf("fork count bound: domain %d, API %d", workspace.MaxForkCount, client.MaxForkCount)
+	}
 	for d, c := range map[workspace.Status]string{
 		workspace.StatusRunning: client.StatusRunning, workspace.StatusStopped: client.StatusStopped, workspace.StatusAdopting: client.StatusAdopting,
 	} {

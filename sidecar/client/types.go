@@ -476,6 +476,9 @@ type PortList struct {
 	Ports []PortForward `json:"ports"`
 }
 
+// MaxForkCount is the most forks one ForkWorkspaceRequest may ask for.
+const MaxForkCount = 16
+
 // ForkWorkspaceRequest is the body of POST /v1/workspaces/{id}/fork.
 type ForkWorkspaceRequest struct {
 	// Name names the new workspace (and its branch patina/<name>);
@@ -484,7 +487,7 @@ type ForkWorkspaceRequest struct {
 	// KeepSecrets gives the fork the secrets its source holds (without
 	// it, it holds none).
 	KeepSecrets bool `json:"keep_secrets,omitempty"`
-	// Count makes this many forks at once (1 to 16; default 1), named
+	// Count makes this many forks at once (1 to MaxForkCount; default 1), named
 	// <name>-1 ... <name>-N when Name is set. With 2 or more the answer is
 	// an array of workspaces (ForkWorkspaces); all are made or none.
 	Count int `json:"count,omitempty"`

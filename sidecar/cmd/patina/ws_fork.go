@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/patina-dev/patina/sidecar/client"
-	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -47,8 +46,8 @@ or none (if one fails, those made before it are deleted).`,
 		Args: wsArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				if count < 0 || count > workspace.MaxForkCount {
-					return usagef("--count must be between 1 and %d, not %d", workspace.MaxForkCount, count)
+				if count < 0 || count > client.MaxForkCount {
+					return usagef("--count must be between 1 and %d, not %d", client.MaxForkCount, count)
 				}
 				done := a.progress("forking " + args[0])
 				wss, err := c.ForkWorkspaces(ctx, args[0], client.ForkWorkspaceRequest{Name: name, KeepSecrets: keepSecrets, Count: count})
