@@ -72,8 +72,10 @@ type Config struct {
 	IdleStop  time.Duration
 	IdleCheck time.Duration
 	// WarmPool keeps this many default workspaces started for creates to
-	// take (workspace.Config.WarmPool; 0: none).
-	WarmPool int
+	// take (workspace.Config.WarmPool; 0: none), WarmTemplates this many
+	// of each template named.
+	WarmPool      int
+	WarmTemplates map[string]int
 	// SnapshotMaxBytes bounds what a snapshot copies of a workspace
 	// (workspace.Config.MaxSnapshot; 0: 10 GiB).
 	SnapshotMaxBytes int64

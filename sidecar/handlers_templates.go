@@ -83,6 +83,9 @@ func (s *Service) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: this sidecar makes no templates", workspace.ErrUnsupported))
 		return
 	}
+	// Its pooled workspaces first (their containers hold its image).
+	done := s.mgr.ReleaseTemplate(r.Context(), r.PathValue("name"))
+	defer done()
 	if err := s.tpl.Remove(r.Context(), r.PathValue("name")); err != nil {
 		writeError(w, err)
 		return

@@ -135,6 +135,7 @@ func New(cfg Config) (*Service, error) {
 		IdleStop:        cfg.IdleStop,
 		IdleCheck:       cfg.IdleCheck,
 		WarmPool:        cfg.WarmPool,
+		WarmTemplates:   cfg.WarmTemplates,
 		MaxSnapshot:     cfg.SnapshotMaxBytes,
 		Network:         nb,
 		Secrets:         vault,
@@ -379,7 +380,7 @@ func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error)
 // sidecar has them.
 func metricsExtras(cfg Config, mgr *workspace.Manager, templates *builder.Manager) metrics.Extras {
 	var x metrics.Extras
-	if cfg.WarmPool > 0 {
+	if cfg.WarmPool > 0 || len(cfg.WarmTemplates) > 0 {
 		x.Pool = func() (int, int, int, int64) {
 			p := mgr.Pool()
 			return p.Size, p.Ready, p.Filling, p.Taken

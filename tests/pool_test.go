@@ -167,3 +167,84 @@ func TestWarmPool(t *testing.T) {
 		t.Fatalf("after the restart: %d workspaces listed (want b, c, d, e): %v", len(wss), err)
 	}
 }
+
+// TestWarmPoolTemplate: with serve --warm-template T=1, a template saved
+// after the sidecar started fills its pool (the failures before say so
+// once); a create of T takes the pooled workspace, with T's files and
+// sessions and nothing of the previous user; template rm takes T's
+// pooled workspace with it (nothing of T left running) and the pool does
+// not come back without T.
+func TestWarmPoolTemplate(t *testing.T) {
+	cleanupTemplate := templateCleanup(t)
+	name := fmt.Sprintf("warm-%d", time.Now().UnixNano())
+	cleanupTemplate(name)
+	h := StartWith(t, t.TempDir(), fmt.Sprintf("e2e-%d", time.Now().UnixNano()), nil, []string{"--warm-template", name + "=1"})
+	ctx := context.Background()
+	dc := dockerClient(t)
+	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "src"})
+	h.Out("src", "default", "echo kept > /workspace/f.txt; cd /tmp; export FOO=bar")
+	tpl, err := h.Client.SnapshotWorkspace(ctx, "src", client.SnapshotWorkspaceRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofTemplate := func() int {
+		list, err := dc.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", pcontainer.LabelStateDir+"="+h.StateDir))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range list {
+			if c.ImageID == tpl.ImageID || c.Image == tpl.Image {
+				n++
+			}
+		}
+		return n
+	}
+	pooled := func(n int) {
+		t.Helper()
+		WaitFor(t, "template "+name+"'s pool full", 3*time.Minute, func() bool {
+			return strings.Count(h.Logs(), "template="+name+" ready=1") >= n
+		})
+	}
+	pooled(1)
+	if n := strings.Count(h.Logs(), "pool: create a pooled workspace; trying again"); n > 1 {
+		t.Fatalf("the missing template's fills were logged %d times (want once)", n)
+	}
+
+	a := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-a", Template: name, Env: map[string]string{"MINE": "a"}})
+	WaitFor(t, "the log of user-a's create", 30*time.Second, func() bool { return strings.Contains(h.Logs(), "name=user-a") })
+	if !strings.Contains(h.Logs(), `msg="workspace created from the warm pool" workspace_id=`+a.ID) || a.Template != name {
+		t.Fatalf("a create of template %s did not take its pooled workspace: %+v", name, a)
+	}
+	if got := h.Out("user-a", "default", "cat /workspace/f.txt; pwd; echo $FOO $MINE"); got != "kept\n/tmp\nbar a\n" {
+		t.Fatalf("the pooled workspace of the template: %q (want its files, its session's state, the create's env)", got)
+	}
+	h.Out("user-a", "default", "echo a-was-here > /workspace/a.txt; export A_VAR=1")
+	if err := h.Client.DeleteWorkspace(ctx, "user-a", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pooled(2)
+	b := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "user-b", Template: name})
+	if b.ContainerID == a.ContainerID {
+		t.Fatal("a workspace given out was given again")
+	}
+	if got := h.Out("user-b", "default", "ls /workspace; echo A_VAR=$A_VAR MINE=$MINE"); got != "f.txt\nA_VAR= MINE=\n" {
+		t.Fatalf("user b's workspace of the template after user a: %q", got)
+	}
+	if err := h.Client.DeleteWorkspace(ctx, "user-b", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pooled(3)
+
+	// The template goes with its pooled workspace, and stays gone.
+	if err := h.Client.DeleteTemplate(ctx, name); err != nil {
+		t.Fatalf("template rm with a pooled workspace of it: %v", err)
+	}
+	if n := ofTemplate(); n != 0 {
+		t.Fatalf("%d containers of the removed template left", n)
+	}
+	time.Sleep(7 * time.Second) // longer than a failed fill's wait
+	if _, err := dc.ImageInspect(ctx, "patina-template:"+name); err == nil || ofTemplate() != 0 {
+		t.Fatalf("the removed template came back (image inspect: %v, containers %d)", err, ofTemplate())
+	}
+}

@@ -119,7 +119,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	req.Template = tpl
+	req.Template, req.templateImage = tpl.Name, tpl.ImageID
 	if w, ok, err := m.takePooled(ctx, req); ok || err != nil {
 		return w, err
 	}
@@ -166,24 +166,25 @@ func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan)
 	cleanup := context.WithoutCancel(ctx)
 
 	md := meta{
-		Format:       formatAgent,
-		Name:         req.Name,
-		Image:        req.Image,
-		Template:     req.Template,
-		Pooled:       ctx.Value(pooledKey{}) != nil,
-		Network:      req.Network.Mode,
-		NetworkAllow: req.Network.Allow,
-		IdleStop:     req.IdleStop,
-		Placement:    req.Placement,
-		MemoryMB:     req.MemoryMB,
-		CPUs:         req.CPUs,
-		PidsLimit:    req.PidsLimit,
-		Env:          req.Env,
-		SecretEnv:    req.SecretEnv,
-		Secrets:      grantsFor(req.Secrets),
-		DiskMB:       req.DiskMB,
-		CreatedAt:    time.Now().UTC(),
-		AgentToken:   randomHex(32),
+		Format:        formatAgent,
+		Name:          req.Name,
+		Image:         req.Image,
+		Template:      req.Template,
+		TemplateImage: req.templateImage,
+		Pooled:        ctx.Value(pooledKey{}) != nil,
+		Network:       req.Network.Mode,
+		NetworkAllow:  req.Network.Allow,
+		IdleStop:      req.IdleStop,
+		Placement:     req.Placement,
+		MemoryMB:      req.MemoryMB,
+		CPUs:          req.CPUs,
+		PidsLimit:     req.PidsLimit,
+		Env:           req.Env,
+		SecretEnv:     req.SecretEnv,
+		Secrets:       grantsFor(req.Secrets),
+		DiskMB:        req.DiskMB,
+		CreatedAt:     time.Now().UTC(),
+		AgentToken:    randomHex(32),
 	}
 	var repo *worktree.Repo
 	var held []string // object stores held until the workspace is registered

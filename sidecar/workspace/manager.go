@@ -73,9 +73,7 @@ func New(cfg Config, eng Engine, images Images) (*Manager, error) {
 		reserved:   map[string]bool{},
 		repos:      map[string]*worktree.Repo{},
 	}
-	if cfg.WarmPool > 0 {
-		m.pool = &pool{size: min(cfg.WarmPool, MaxWarmPool), wake: make(chan struct{}, 1)}
-	}
+	m.pool = newPool(cfg.WarmPool, cfg.WarmTemplates)
 	m.wtCfg = worktree.Config{StateDir: abs, Author: cfg.GitAuthor, Logger: cfg.Logger}
 	m.stores = newObjectStores(filepath.Join(abs, objectsDir), m.log, m.objectsInUse)
 	return m, nil

@@ -14,22 +14,27 @@ import (
 	"github.com/patina-dev/patina/worktree"
 )
 
-// The warm pool (Config.WarmPool): workspaces of the default settings
-// (no repository, the default image, limits, disk and network policy, no
-// env or secrets) created ahead, container started, agent up and the
-// first session ("default") started. A create of no repository or
-// template, of the default image, limits and disk takes one: it is given
-// the request's env, secret env, secrets, idle stop and network policy
-// while still hidden (applyToPooled), then its name; the pool refills in
-// the background, two creates at a time. A pooled workspace
-// is hidden (no lookup, no list) until it is taken, has run nothing of a
-// user before, and once taken is an ordinary workspace: never back in
-// the pool. At start, pooled workspaces left by an earlier run (a kill
-// -9) are deleted and the pool made anew: nothing of a run is handed out
-// by the next.
+// The warm pool (Config.WarmPool, Config.WarmTemplates): workspaces
+// created ahead, container started, agent up and the first session
+// ("default") started, of the default settings (no repository, the
+// default image, limits, disk and network policy, no env or secrets) or
+// of a template's (its image and env, else the defaults). A create of no
+// repository, of the default image or a pooled template, and of the
+// default limits and disk takes one: it is given the request's env,
+// secret env, secrets, idle stop and network policy while still hidden
+// (applyToPooled), then its name; the pool refills in the background, two
+// creates at a time. A pooled workspace is hidden (no lookup, no list)
+// until it is taken, has run nothing of a user before, and once taken is
+// an ordinary workspace: never back in the pool. At start, pooled
+// workspaces left by an earlier run (a kill -9) are deleted and the pool
+// made anew: nothing of a run is handed out by the next. A template's
+// pooled workspaces are deleted before the template is removed
+// (ReleaseTemplate), and one made from an image the template no longer
+// names is never handed out.
 
-// MaxWarmPool bounds Config.WarmPool: each pooled workspace holds a
-// container (init, agent: a few MB at rest) and its disk.
+// MaxWarmPool bounds the warm pool, all templates together: each pooled
+// workspace holds a container (init, agent: a few MB at rest) and its
+// disk.
 const MaxWarmPool = 256
 
 // poolRetry is how long a failing fill waits before trying again.
@@ -45,13 +50,72 @@ type pooledKey struct{}
 
 // pool holds the pooled workspaces ready to be taken.
 type pool struct {
-	size int
+	// want is how many to keep of each template ("": the default image).
+	want map[string]int
 	mu   sync.Mutex
 	// ready are pooled workspaces, oldest first; filling counts the
-	// creates under way.
-	ready   []*workspace
-	filling int
-	wake    chan struct{}
+	// creates under way, by template; released are templates being
+	// removed (not filled meanwhile); failing are templates whose last
+	// fill failed (logged once until one succeeds).
+	ready    []*workspace
+	filling  map[string]int
+	released map[string]int
+	failing  map[string]bool
+	wake     chan struct{}
+}
+
+func newPool(defaults int, templates map[string]int) *pool {
+	p := &pool{want: map[string]int{}, filling: map[string]int{}, released: map[string]int{}, failing: map[string]bool{}, wake: make(chan struct{}, 1)}
+	left := MaxWarmPool
+	if defaults > 0 {
+		p.want[""] = min(defaults, left)
+		left -= p.want[""]
+	}
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		if n := min(templates[name], left); n > 0 && name != "" {
+			p.want[name] = n
+			left -= n
+		}
+	}
+	if len(p.want) == 0 {
+		return nil
+	}
+	return p
+}
+
+// size is how many the pool keeps, all templates together.
+func (p *pool) size() int {
+	n := 0
+	for _, k := range p.want {
+		n += k
+	}
+	return n
+}
+
+// next is the template a fill should make a workspace of (ok false:
+// none wanted, or enough under way). Called with p.mu held.
+func (p *pool) next() (string, bool) {
+	total := 0
+	for _, n := range p.filling {
+		total += n
+	}
+	if total >= poolFillers {
+		return "", false
+	}
+	have := map[string]int{}
+	for _, w := range p.ready {
+		have[w.template()]++
+	}
+	best, short := "", 0
+	for _, name := range slices.Sorted(maps.Keys(p.want)) {
+		if p.released[name] > 0 {
+			continue
+		}
+		if d := p.want[name] - have[name] - p.filling[name]; d > short {
+			best, short = name, d
+		}
+	}
+	return best, short > 0
 }
 
 // PoolStatus reports the warm pool.
@@ -68,7 +132,18 @@ func (m *Manager) Pool() PoolStatus {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PoolStatus{Size: p.size, Ready: len(p.ready), Filling: p.filling, Taken: m.poolTaken.Load()}
+	filling := 0
+	for _, n := range p.filling {
+		filling += n
+	}
+	return PoolStatus{Size: p.size(), Ready: len(p.ready), Filling: filling, Taken: m.poolTaken.Load()}
+}
+
+// template is the template w was made from ("": none).
+func (w *workspace) template() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.Template
 }
 
 // isPooled reports whether w waits in the pool (hidden).
@@ -98,13 +173,13 @@ func (m *Manager) runPool(adopted <-chan struct{}) {
 	p := m.pool
 	for {
 		p.mu.Lock()
-		fill := p.size-len(p.ready)-p.filling > 0 && p.filling < poolFillers
+		tpl, fill := p.next()
 		if fill {
-			p.filling++
+			p.filling[tpl]++
 		}
 		p.mu.Unlock()
 		if fill {
-			go m.fillOne()
+			go m.fillOne(tpl)
 			continue
 		}
 		select {
@@ -115,23 +190,38 @@ func (m *Manager) runPool(adopted <-chan struct{}) {
 	}
 }
 
-// fillOne creates one pooled workspace.
-func (m *Manager) fillOne() {
+// fillOne creates one pooled workspace of a template ("": the default
+// image).
+func (m *Manager) fillOne(tpl string) {
 	p := m.pool
-	w, err := m.createPooled()
+	w, err := m.createPooled(tpl)
 	p.mu.Lock()
-	p.filling--
-	if err == nil {
+	keep := err == nil && p.released[tpl] == 0
+	if keep {
 		p.ready = append(p.ready, w)
 	}
+	first := err != nil && !p.failing[tpl]
+	p.failing[tpl] = err != nil
 	p.mu.Unlock()
-	if err == nil {
+	if err == nil && !keep {
+		// Its template is being removed (ReleaseTemplate waits for this
+		// fill): gone before the fill counts as done.
+		ctx, cancel := context.WithTimeout(m.bg, lifecycleTimeout)
+		_ = w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) })
+		cancel()
+	}
+	p.mu.Lock()
+	p.filling[tpl]--
+	p.mu.Unlock()
+	if keep {
 		st := m.Pool()
-		m.log.Info("warm pool", "ready", st.Ready, "size", st.Size, "filling", st.Filling, "taken", st.Taken)
+		m.log.Info("warm pool", "template", tpl, "ready", st.Ready, "size", st.Size, "filling", st.Filling, "taken", st.Taken)
 	}
 	if err != nil {
-		if m.bg.Err() == nil {
-			m.log.Warn("pool: create a pooled workspace", "err", err)
+		// Once until a fill succeeds: a template not built yet (or
+		// removed) would say so every few seconds.
+		if m.bg.Err() == nil && first {
+			m.log.Warn("pool: create a pooled workspace; trying again every few seconds", "template", tpl, "err", err)
 		}
 		select {
 		case <-time.After(poolRetry):
@@ -149,17 +239,24 @@ func (p *pool) kick() {
 	}
 }
 
-// createPooled creates a workspace of the default settings, hidden.
-func (m *Manager) createPooled() (*workspace, error) {
+// createPooled creates a workspace of the default settings, or of a
+// template's, hidden.
+func (m *Manager) createPooled(tpl string) (*workspace, error) {
 	ctx, cancel := context.WithTimeout(context.WithValue(m.bg, pooledKey{}, true), lifecycleTimeout)
 	defer cancel()
-	req := CreateRequest{Name: "pool-" + randomHex(6)}
+	req := CreateRequest{Name: "pool-" + randomHex(6), Template: tpl}
 	if err := m.validateCreate(&req); err != nil {
 		return nil, err
 	}
 	if err := m.checkDisk(ctx, &req.DiskMB); err != nil {
 		return nil, err
 	}
+	t, err := m.createTemplate(ctx, &req, false)
+	if err != nil {
+		return nil, err
+	}
+	req.Template = t.Name
+	req.templateImage = t.ImageID
 	v, err := m.create(ctx, req, nil)
 	if err != nil {
 		return nil, err
@@ -184,11 +281,17 @@ func (m *Manager) createPooled() (*workspace, error) {
 	return w, nil
 }
 
-// takePooled gives a create a pooled workspace when its image, limits
-// and disk are a pooled one's (ok false: create one).
+// takePooled gives a create a pooled workspace when its template (or
+// image), limits and disk are a pooled one's (ok false: create one).
 func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool, error) {
 	p := m.pool
-	if p == nil || req.Repo != "" || req.Template != "" || req.Dockerfile != "" || len(req.Placement) > 0 || req.Network == nil {
+	if p == nil || req.Repo != "" || req.Dockerfile != "" || len(req.Placement) > 0 || req.Network == nil {
+		return Info{}, false, nil
+	}
+	p.mu.Lock()
+	_, wanted := p.want[req.Template]
+	p.mu.Unlock()
+	if !wanted {
 		return Info{}, false, nil
 	}
 	// The name first: a create whose name is taken costs no pooled
@@ -207,10 +310,11 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		c.mu.Lock()
 		md := c.meta
 		c.mu.Unlock()
-		// Its image, limits and disk are its container's; its network
-		// policy can be narrowed or widened unless it was made with none
-		// (no network at all).
-		if md.Image == req.Image && md.MemoryMB == req.MemoryMB && md.CPUs == req.CPUs && md.PidsLimit == req.PidsLimit &&
+		// Its image, limits and disk are its container's (a template's
+		// image the one the template names now); its network policy can
+		// be narrowed or widened unless it was made with none (no network
+		// at all).
+		if md.Template == req.Template && md.TemplateImage == req.templateImage && md.Image == req.Image && md.MemoryMB == req.MemoryMB && md.CPUs == req.CPUs && md.PidsLimit == req.PidsLimit &&
 			md.DiskMB == req.DiskMB && (md.Network == req.Network.Mode || md.Network != NetworkNone) {
 			w = c
 			p.ready = append(p.ready[:i:i], p.ready[i+1:]...)
@@ -307,6 +411,53 @@ func (m *Manager) applyToPooled(ctx context.Context, w *workspace, req CreateReq
 	}
 	return w.save(ctx)
 }
+
+// ReleaseTemplate deletes the template's pooled workspaces, and fills
+// none of it until the returned func is called: the template can then be
+// removed (a pooled workspace's container would hold its image).
+func (m *Manager) ReleaseTemplate(ctx context.Context, name string) func() {
+	p := m.pool
+	if p == nil {
+		return func() {}
+	}
+	p.mu.Lock()
+	p.released[name]++
+	var gone []*workspace
+	p.ready = slices.DeleteFunc(p.ready, func(w *workspace) bool {
+		if w.template() == name {
+			gone = append(gone, w)
+			return true
+		}
+		return false
+	})
+	p.mu.Unlock()
+	for _, w := range gone {
+		_ = w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) })
+	}
+	// A fill of it under way ends in a discard (fillOne); wait for it.
+	for {
+		p.mu.Lock()
+		n := p.filling[name]
+		p.mu.Unlock()
+		if n == 0 || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(poolWaitStep):
+		case <-ctx.Done():
+		}
+	}
+	return func() {
+		p.mu.Lock()
+		p.released[name]--
+		p.mu.Unlock()
+		p.kick()
+	}
+}
+
+// poolWaitStep is how often ReleaseTemplate looks whether a fill of the
+// template is still under way.
+const poolWaitStep = 50 * time.Millisecond
 
 // discardPooled deletes a pooled workspace taken out and not given.
 func (m *Manager) discardPooled(w *workspace) {

@@ -3,9 +3,13 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/patina-dev/patina/sidecar/template"
 )
 
 // TestPoolFillsAFewAtATime: the warm pool fills with at most poolFillers
@@ -101,5 +105,137 @@ func TestPoolFillsAFewAtATime(t *testing.T) {
 	}
 	if got := eng.maxCreating.Load(); got > poolFillers {
 		t.Fatalf("%d creates were under way at once while the pool refilled (at most %d)", got, poolFillers)
+	}
+}
+
+// fakeTemplates serves templates by name; what is not there is
+// template.ErrNotFound.
+type fakeTemplates struct {
+	mu  sync.Mutex
+	all map[string]template.Template
+}
+
+func (f *fakeTemplates) Get(_ context.Context, name string) (template.Template, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.all[name]
+	if !ok {
+		return template.Template{}, fmt.Errorf("%w: no template %q", template.ErrNotFound, name)
+	}
+	return t, nil
+}
+
+func (f *fakeTemplates) set(t template.Template) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.all[t.Name] = t
+}
+
+func (f *fakeTemplates) Make(context.Context, template.Source) (template.Template, error) {
+	return template.Template{}, errors.New("fakeTemplates makes none")
+}
+
+func (f *fakeTemplates) Snapshot(context.Context, template.SnapshotSource) (template.Template, error) {
+	return template.Template{}, errors.New("fakeTemplates makes none")
+}
+
+// pooledOf counts the ready pooled workspaces of a template.
+func pooledOf(m *Manager, tpl string) int {
+	m.pool.mu.Lock()
+	defer m.pool.mu.Unlock()
+	n := 0
+	for _, w := range m.pool.ready {
+		if w.template() == tpl {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPoolPerTemplate: --warm-template keeps a template's workspaces
+// ready beside the default image's; a create of the template takes one
+// (with the template's env), one of the default image takes a default
+// one; a template rebuilt since its pooled workspaces were made hands out
+// none of them; ReleaseTemplate empties the template's pool and keeps it
+// empty until done; a template that does not exist fills nothing and
+// takes nothing.
+func TestPoolPerTemplate(t *testing.T) {
+	eng := newFakeEngine(t)
+	tpls := &fakeTemplates{all: map[string]template.Template{}}
+	tpls.set(template.Template{Name: "t1", Ref: "patina-template:t1", ImageID: "sha256:one", Spec: template.Spec{Env: map[string]string{"FROM_T": "one"}}})
+	m, err := New(Config{StateDir: t.TempDir(), DefaultImage: "img", AdoptWait: 2 * time.Second, InterruptGrace: 200 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler), WarmPool: 1, WarmTemplates: map[string]int{"t1": 2, "missing": 1}, Templates: tpls}, eng, fakeImages{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	<-m.Adopt()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v (t1 %d, default %d)", what, m.Pool(), pooledOf(m, "t1"), pooledOf(m, ""))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	full := func() bool { return pooledOf(m, "t1") == 2 && pooledOf(m, "") == 1 }
+	waitFor("the pool did not fill", full)
+	if st := m.Pool(); st.Size != 4 || st.Ready != 3 {
+		t.Fatalf("pool status: %+v (size 4: 1 default, 2 of t1, 1 of a missing template)", st)
+	}
+	ctx := context.Background()
+
+	taken := m.poolTaken.Load()
+	ws, err := m.Create(ctx, CreateRequest{Name: "a", Template: "t1", Env: map[string]string{"MINE": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.poolTaken.Load() != taken+1 || ws.Template != "t1" || ws.Image != "patina-template:t1" {
+		t.Fatalf("a create of t1 did not take t1's pooled workspace: %+v", ws)
+	}
+	if got := out(t, m, "a", DefaultSession, "echo $FROM_T $MINE"); got != "one a\n" {
+		t.Fatalf("t1's pooled workspace given out: %q (want the template's env and the create's)", got)
+	}
+	if ws, err := m.Create(ctx, CreateRequest{Name: "b"}); err != nil || m.poolTaken.Load() != taken+2 || ws.Template != "" || ws.Image != "img" {
+		t.Fatalf("a create of the default image: %+v, %v (pool taken %d)", ws, err, m.poolTaken.Load()-taken)
+	}
+	waitFor("the pool did not refill", full)
+
+	// Rebuilt since: its pooled workspaces are of the old image.
+	tpls.set(template.Template{Name: "t1", Ref: "patina-template:t1", ImageID: "sha256:two"})
+	taken = m.poolTaken.Load()
+	if _, err := m.Create(ctx, CreateRequest{Name: "c", Template: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if m.poolTaken.Load() != taken {
+		t.Fatal("a create of a rebuilt template took a workspace pooled from its old image")
+	}
+
+	// Released: none of t1 pooled or filled until done.
+	done := m.ReleaseTemplate(ctx, "t1")
+	if n := pooledOf(m, "t1"); n != 0 {
+		t.Fatalf("%d of t1's pooled workspaces left after ReleaseTemplate", n)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := pooledOf(m, "t1"); n != 0 {
+		t.Fatalf("t1 refilled while released: %d", n)
+	}
+	for _, w := range m.all() {
+		if w.isPooled() && w.template() == "t1" {
+			t.Fatalf("a pooled workspace of t1 is still known while released: %s", w.meta.ID)
+		}
+	}
+	done()
+	waitFor("t1 did not refill after release", func() bool { return pooledOf(m, "t1") == 2 })
+
+	// A template that is not there: a 400, nothing taken.
+	taken = m.poolTaken.Load()
+	if _, err := m.Create(ctx, CreateRequest{Name: "d", Template: "missing"}); Kind(err) != ErrInvalid {
+		t.Fatalf("a create of a missing template: %v (want invalid)", err)
+	}
+	if m.poolTaken.Load() != taken {
+		t.Fatal("a create of a missing template took a pooled workspace")
 	}
 }

@@ -52,6 +52,10 @@ type CreateRequest struct {
 	// Placement are Swarm placement constraints; refused on a single
 	// engine.
 	Placement []string
+
+	// templateImage is the id of the template's image (set from the
+	// template, never by a caller).
+	templateImage string
 }
 
 // ForkRequest asks Fork for a new workspace from another.

@@ -133,18 +133,18 @@ func (m *Manager) templateSource(ctx context.Context, repoPath, base, dockerfile
 // repository that names no image, the one its devcontainer.json (or the
 // Dockerfile named) makes. It sets the request's image and adds the
 // template's environment under the request's own.
-func (m *Manager) createTemplate(ctx context.Context, req *CreateRequest, imageGiven bool) (string, error) {
+func (m *Manager) createTemplate(ctx context.Context, req *CreateRequest, imageGiven bool) (template.Template, error) {
 	if req.Template != "" && (imageGiven || req.Dockerfile != "") {
-		return "", fmt.Errorf("%w: template names the image: give template, image or dockerfile, not several", ErrInvalid)
+		return template.Template{}, fmt.Errorf("%w: template names the image: give template, image or dockerfile, not several", ErrInvalid)
 	}
 	if req.Dockerfile != "" && imageGiven {
-		return "", fmt.Errorf("%w: dockerfile makes the image: give dockerfile or image, not both", ErrInvalid)
+		return template.Template{}, fmt.Errorf("%w: dockerfile makes the image: give dockerfile or image, not both", ErrInvalid)
 	}
 	if req.Dockerfile != "" && req.Repo == "" {
-		return "", fmt.Errorf("%w: dockerfile is a path in the repository: give repo too", ErrInvalid)
+		return template.Template{}, fmt.Errorf("%w: dockerfile is a path in the repository: give repo too", ErrInvalid)
 	}
 	if (req.Template != "" || req.Dockerfile != "") && m.cfg.Templates == nil {
-		return "", fmt.Errorf("%w: this sidecar makes no templates", ErrUnsupported)
+		return template.Template{}, fmt.Errorf("%w: this sidecar makes no templates", ErrUnsupported)
 	}
 	var t template.Template
 	switch {
@@ -154,22 +154,22 @@ func (m *Manager) createTemplate(ctx context.Context, req *CreateRequest, imageG
 			if errors.Is(err, template.ErrNotFound) {
 				err = fieldError("template", err) // a field names nothing: 400
 			}
-			return "", err
+			return template.Template{}, err
 		}
 	case req.Repo != "" && !imageGiven && m.cfg.Templates != nil && m.eng.Local():
 		src, ok, err := m.templateSource(ctx, req.Repo, req.Base, req.Dockerfile)
 		if err != nil || !ok {
-			return "", err
+			return template.Template{}, err
 		}
 		src.Progress = &logWriter{log: m.log, repo: req.Repo}
 		if t, err = m.cfg.Templates.Make(ctx, src); err != nil {
-			return "", err
+			return template.Template{}, err
 		}
 	default:
-		return "", nil
+		return template.Template{}, nil
 	}
 	if t.Snapshot != "" && req.Repo != "" {
-		return "", fmt.Errorf("%w: template %s is a saved workspace (%s): it brings that workspace's files and repository; create without repo", ErrInvalid, t.Name, t.Snapshot)
+		return template.Template{}, fmt.Errorf("%w: template %s is a saved workspace (%s): it brings that workspace's files and repository; create without repo", ErrInvalid, t.Name, t.Snapshot)
 	}
 	req.Image = t.Ref
 	if len(t.Env) > 0 {
@@ -177,7 +177,7 @@ func (m *Manager) createTemplate(ctx context.Context, req *CreateRequest, imageG
 		maps.Copy(env, req.Env)
 		req.Env = env
 	}
-	return t.Name, nil
+	return t, nil
 }
 
 // logWriter logs a build's output at debug level, a line at a time.

@@ -123,8 +123,10 @@ type Config struct {
 	// workspace starts from the default image).
 	Templates Templates
 	// WarmPool keeps this many default workspaces started for creates to
-	// take (pool.go; 0: none, at most MaxWarmPool).
-	WarmPool int
+	// take (pool.go; 0: none), and WarmTemplates this many of each
+	// template named; at most MaxWarmPool in all.
+	WarmPool      int
+	WarmTemplates map[string]int
 	// MaxTemplateContext bounds a template's build context (256 MiB).
 	MaxTemplateContext int64
 	// MaxSnapshot bounds what a snapshot copies of a workspace (its
@@ -243,6 +245,10 @@ type meta struct {
 	// Template is the template the workspace was made from (its Image is
 	// the template's).
 	Template string `json:"template,omitempty"`
+	// TemplateImage is the id of the template's image when the workspace
+	// was made (a pooled workspace of a template rebuilt since is not
+	// handed out).
+	TemplateImage string `json:"template_image,omitempty"`
 	// Network is the policy's mode ("bridge" in older records: open),
 	// NetworkAllow its allow list.
 	Network      string            `json:"network"`

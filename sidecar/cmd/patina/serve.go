@@ -89,6 +89,7 @@ func (a *app) serve(ctx context.Context, s serveSettings) error {
 		DNS:               s.DNS,
 		Runtime:           s.Runtime,
 		WarmPool:          s.WarmPool,
+		WarmTemplates:     s.WarmTemplates,
 		SnapshotMaxBytes:  s.SnapshotMaxMB << 20,
 	})
 	if err != nil {

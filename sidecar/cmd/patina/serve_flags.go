@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/patina-dev/patina/sidecar/budget"
 	"github.com/patina-dev/patina/sidecar/disk"
 	"github.com/patina-dev/patina/sidecar/image"
+	"github.com/patina-dev/patina/sidecar/template"
 	"github.com/patina-dev/patina/sidecar/workspace"
 	"github.com/spf13/cobra"
 )
@@ -31,6 +33,7 @@ type serveOptions struct {
 	shutdownTimeout              time.Duration
 	idleStop                     time.Duration
 	warm                         int
+	warmTemplates                []string
 	snapshotMaxMB                int64
 	metricsAddr                  string
 	diskMB, diskPoolMB           int64
@@ -52,6 +55,7 @@ type serveSettings struct {
 	ShutdownTimeout              time.Duration
 	IdleStop                     time.Duration
 	WarmPool                     int
+	WarmTemplates                map[string]int
 	SnapshotMaxMB                int64
 	DiskMB, DiskPoolMB           int64
 	DiskDir                      string
@@ -126,7 +130,8 @@ a workspace fails until "patina image build" has built it.`,
 	f.Int64Var(&o.diskPoolMB, "disk-pool", 0, "the size in MB of the disk pool when it is made (a sparse file: it takes host space only as workspaces write; default 80% of the free space under the state directory). It bounds what all workspaces together can write, and so protects the host")
 	f.Int64Var(&o.memoryBudgetMB, "memory-budget", budget.DefaultSize>>20, "the sidecar's memory budget in MB, shared by all workspaces: the output of exec answers in flight and the windows of port-forward tunnels and other agent streams draw on it. When it is spent, answers wait (within their callers' deadlines) and tunnels carry data in smaller windows: the sidecar's memory stays bounded whatever the number of workspaces, commands and connections")
 	f.StringVar(&o.group, "group", defaultGroup, "run by root: the group (name or gid) that may read the token published in "+defaultSystemDir+" (env "+envSystemDir+" for another directory), so that its members use this sidecar as themselves")
-	f.IntVar(&o.warm, "warm", 0, "keep `N` workspaces of the default settings started (container and agent up) for creates to take: such a create answers at once and the pool refills in the background; a create with a repository, env, secrets or other limits makes its own (0: no pool)")
+	f.IntVar(&o.warm, "warm", 0, "keep `N` workspaces of the default image, limits and disk started (container, agent and first session up) for creates to take: such a create answers at once, is given its env, secrets, idle stop and network policy, and the pool refills in the background; a create with a repository, another image or other limits makes its own (0: no pool)")
+	f.StringArrayVar(&o.warmTemplates, "warm-template", nil, "for each `NAME=N`, keep N workspaces of template NAME started as --warm does for the default image, for creates with --template NAME that match them (repeatable; --warm and these keep at most 256 in all; a template removed with patina template rm takes its pooled workspaces with it)")
 	f.Int64Var(&o.snapshotMaxMB, "snapshot-max-mb", 10<<10, "the most a snapshot (patina ws snapshot) copies of a workspace (its container's changes, a sparse file at its length, its files and sessions' state) into the engine's storage, in MB: a larger workspace is refused (413)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "also serve GET /metrics (Prometheus text) here, host:port, without a token (on the API's address /metrics needs the token)")
 	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection starts it again")
@@ -190,6 +195,11 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 	if o.warm < 0 || o.warm > workspace.MaxWarmPool {
 		return s, usagef("--warm must be between 0 and %d, not %d", workspace.MaxWarmPool, o.warm)
 	}
+	warmTemplates, err := parseWarmTemplates(o.warmTemplates, o.warm)
+	if err != nil {
+		return s, err
+	}
+	s.WarmTemplates = warmTemplates
 	if o.idleStop < 0 || (o.idleStop > 0 && o.idleStop < time.Second) || o.idleStop > 720*time.Hour {
 		return s, usagef("--idle-stop must be 0 (never) or between 1s and 720h, not %s", o.idleStop)
 	}
@@ -282,6 +292,7 @@ func (a *app) serveSettings(o serveOptions) (serveSettings, error) {
 		SystemDir:       systemDir,
 		Group:           o.group,
 		WarmPool:        o.warm,
+		WarmTemplates:   s.WarmTemplates,
 		SnapshotMaxMB:   s.SnapshotMaxMB,
 		MetricsAddr:     o.metricsAddr,
 	}, nil
@@ -303,4 +314,33 @@ func loopback(addr string) bool {
 // announce prints serve's one line on stderr.
 func announce(w io.Writer, addr, stateDir string) {
 	fmt.Fprintf(w, "patina %s listening on http://%s (state %s)\n", version, addr, stateDir)
+}
+
+// parseWarmTemplates reads --warm-template's NAME=N values (warm: --warm's
+// N, counted in the bound).
+func parseWarmTemplates(vals []string, warm int) (map[string]int, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]int{}
+	total := warm
+	for _, v := range vals {
+		name, num, ok := strings.Cut(v, "=")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || n < 1 {
+			return nil, usagef("--warm-template takes NAME=N (N at least 1), not %q", v)
+		}
+		if err := template.ValidName(name); err != nil {
+			return nil, usagef("--warm-template %s: %v", v, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, usagef("--warm-template names template %s twice", name)
+		}
+		out[name] = n
+		total += n
+		if total > workspace.MaxWarmPool {
+			return nil, usagef("--warm and --warm-template keep at most %d workspaces in all, not %d", workspace.MaxWarmPool, total)
+		}
+	}
+	return out, nil
 }

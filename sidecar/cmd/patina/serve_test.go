@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,6 +134,20 @@ func TestServeSettingsRuntime(t *testing.T) {
 		}
 		if s.DiskMB != 2048 || s.DiskDir != "/d" {
 			t.Errorf("settings lost --disk/--disk-dir: %+v", s)
+		}
+	}
+}
+
+// --warm-template: NAME=N, each name once, a template's name, the whole
+// pool within its bound with --warm's N.
+func TestParseWarmTemplates(t *testing.T) {
+	got, err := parseWarmTemplates([]string{"web=2", "dc-0123456789ab=1"}, 3)
+	if err != nil || len(got) != 2 || got["web"] != 2 || got["dc-0123456789ab"] != 1 {
+		t.Fatalf("exp web=2 dc-0123456789ab=1, got %v %v", got, err)
+	}
+	for _, bad := range [][]string{{"web"}, {"web=0"}, {"web=-1"}, {"web=x"}, {"=2"}, {"Bad Name=1"}, {"web=1", "web=2"}, {"web=200", "api=54"}} {
+		if _, err := parseWarmTemplates(bad, 3); err == nil || !strings.Contains(err.Error(), "--warm") {
+			t.Errorf("%q: exp a usage error naming the flag, got %v", bad, err)
 		}
 	}
 }
