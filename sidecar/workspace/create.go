@@ -152,10 +152,12 @@ func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan)
 		return Info{}, err
 	}
 	defer m.unreserve(req.Name)
+	ph := newPhases()
 	// The image first: nothing to undo if it is missing.
 	if err := m.images.Ensure(ctx, req.Image); err != nil {
 		return Info{}, err
 	}
+	ph.mark("image")
 	var undo []func()
 	fail := func(err error) (Info, error) {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -240,6 +242,7 @@ func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan)
 		// workspaces have 16 hex digits, and keep them).
 		md.ID = uuid.NewString()
 	}
+	ph.mark("repo")
 	w := newWorkspace(m, md)
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return fail(err)
@@ -265,10 +268,12 @@ func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan)
 		}
 		undo = append(undo, func() { _ = m.cfg.Disks.Remove(cleanup, md.ID) })
 	}
+	ph.mark("disk")
 	cid, err := m.eng.Create(ctx, w.spec())
 	if err != nil {
 		return fail(err)
 	}
+	ph.mark("container")
 	undo = append(undo, func() {
 		_ = m.eng.Remove(cleanup, cid)
 		_ = m.eng.RemoveVolumes(cleanup, md.ID)
@@ -283,13 +288,16 @@ func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan)
 	if err := w.applyNetwork(ctx); err != nil {
 		return fail(err)
 	}
+	ph.mark("network")
 	if err := w.startAgent(ctx); err != nil {
 		return fail(err)
 	}
+	ph.mark("agent")
 	if repo != nil {
 		if err := w.gitInit(ctx, false); err != nil {
 			return fail(err)
 		}
+		ph.mark("git")
 	}
 	if fork != nil {
 		// The sessions came with the state volume, their shells did not:
@@ -311,6 +319,8 @@ func (m *Manager) create(ctx context.Context, req CreateRequest, fork *forkPlan)
 	}
 	close(w.adopted)
 	m.register(w)
+	ph.mark("save")
+	m.log.Debug("workspace create timings", append([]any{"workspace_id", md.ID}, ph.log()...)...)
 	m.log.Info("workspace created", "workspace_id", md.ID, "name", md.Name, "repo", md.Repo, "container", shortID(cid))
 	return w.view(), nil
 }

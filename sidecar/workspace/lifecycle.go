@@ -113,6 +113,7 @@ func (m *Manager) Start(ctx context.Context, idOrName string) (Info, error) {
 // start does Start's work under the lifecycle lock.
 func (w *workspace) start(ctx context.Context) error {
 	m := w.m
+	ph := newPhases()
 	w.mu.Lock()
 	legacy := w.meta.Format < formatAgent
 	w.mu.Unlock()
@@ -143,10 +144,12 @@ func (w *workspace) start(ctx context.Context) error {
 	if err := m.images.Ensure(ctx, md.Image); err != nil {
 		return err
 	}
+	ph.mark("image")
 	if md.DiskMB > 0 {
 		if err := w.mountDisk(ctx); err != nil {
 			return err
 		}
+		ph.mark("disk")
 	}
 	st, err := m.eng.Inspect(ctx, md.ContainerID)
 	switch {
@@ -170,9 +173,11 @@ func (w *workspace) start(ctx context.Context) error {
 			return err
 		}
 	}
+	ph.mark("container")
 	if err := w.applyNetwork(ctx); err != nil {
 		return err
 	}
+	ph.mark("network")
 	w.closeAgent()
 	w.mu.Lock()
 	w.agent = w.newAgentClient()
@@ -180,17 +185,21 @@ func (w *workspace) start(ctx context.Context) error {
 	if err := w.startAgent(ctx); err != nil {
 		return err
 	}
+	ph.mark("agent")
 	c, _ := w.agentClient()
 	if w.repo != nil {
 		if err := w.gitInit(ctx, legacy); err != nil {
 			return err
 		}
+		ph.mark("git")
 	}
 	// Every session's shell ended with the container: give each a new one
 	// with the state of its last snapshot.
 	if _, err := c.Revive(ctx, ""); err != nil {
 		m.log.Warn("revive sessions", "workspace_id", md.ID, "err", err)
 	}
+	ph.mark("sessions")
+	defer func() { m.log.Debug("workspace start timings", append([]any{"workspace_id", md.ID}, ph.log()...)...) }()
 	w.mu.Lock()
 	w.status = StatusRunning
 	w.why = ""

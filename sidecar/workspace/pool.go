@@ -270,7 +270,13 @@ func (m *Manager) createPooled(tpl string) (*workspace, error) {
 	// Its first session ready too: a create that takes it runs its first
 	// command without a shell start. The session has run nothing: its
 	// history is empty, its state the image's.
+	// A saved workspace's template brings sessions, whose shells ended
+	// with the workspace it was saved from: each gets a new one with its
+	// state (as a fork's), so that the create's env reaches them.
 	c, err := w.client()
+	if err == nil {
+		_, err = c.Revive(ctx, "")
+	}
 	if err == nil {
 		_, err = c.CreateSession(ctx, wire.CreateSessionRequest{ID: DefaultSession})
 	}
