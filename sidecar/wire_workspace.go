@@ -63,7 +63,7 @@ func workspaceView(w workspace.Info) client.Workspace {
 		Image: w.Image, Network: networkView(w.Network),
 		MemoryMB: w.MemoryMB, CPUs: w.CPUs, PidsLimit: w.PidsLimit, DiskMB: w.DiskMB, DiskUsedMB: w.DiskUsedMB,
 		Env: w.Env, SecretEnv: w.SecretEnv, Secrets: w.Secrets, ContainerID: w.ContainerID, CreatedAt: w.CreatedAt,
-		ForkOf: w.ForkOf, IdleStop: w.IdleStop, IdleStopped: w.IdleStopped, Placement: w.Placement,
+		ForkOf: w.ForkOf, IdleStop: w.IdleStop, IdleStopped: w.IdleStopped, IdlePaused: w.IdlePaused, Placement: w.Placement,
 		LastActivity: w.LastActivity,
 	}
 	if a := w.Agent; a != nil {

@@ -29,6 +29,23 @@ func RemoveContainer(t testing.TB, id string) {
 	}
 }
 
+// ContainerState is a container's status as the engine says it
+// (running, paused, exited...; "" when it is gone).
+func ContainerState(t testing.TB, id string) string {
+	t.Helper()
+	c := dockerClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := c.ContainerInspect(ctx, id)
+	if client.IsErrNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("inspect container %s: %v", id, err)
+	}
+	return string(info.State.Status)
+}
+
 // dockerClient is a client of the engine DOCKER_HOST names, closed at the
 // end of the test.
 func dockerClient(t testing.TB) *client.Client {

@@ -2,7 +2,8 @@ package tests
 
 import (
 	"context"
-	"net"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +26,13 @@ func waitIdleStopped(t *testing.T, h *Harness, ws string) client.Workspace {
 	return w
 }
 
-// TestIdleStop: a workspace with idle_stop is stopped once nothing uses it,
-// never while a command runs; its next exec starts it again with each
-// session's cwd, variables and functions and says it was resumed; so does
-// a port connection; it resumes even after its container was removed; a
-// workspace stopped by request stays stopped.
+// TestIdleStop: a workspace with idle_stop is stopped once nothing uses it
+// (paused first, its processes kept; stopped after as long again), never
+// while a command runs; its next exec starts it again with each session's
+// cwd, variables and functions and says it was resumed; so does a port
+// connection; it resumes even after its container was removed, and after
+// the sidecar restarted while it was paused; a workspace stopped by
+// request stays stopped.
 func TestIdleStop(t *testing.T) {
 	h := Start(t)
 	ctx := context.Background()
@@ -70,22 +73,74 @@ func TestIdleStop(t *testing.T) {
 	t.Run("port connection resumes", func(t *testing.T) {
 		p := startTestServer(t, h, "sleepy", "127.0.0.1:3000", 3000)
 		waitIdleStopped(t, h, "sleepy")
-		c, err := net.DialTimeout("tcp", p.Address, 5*time.Second)
+		// Paused, not stopped: the server is thawed with it and answers.
+		// One connection, closed after (an idle one kept open would be
+		// activity).
+		hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := hc.Get("http://" + p.Address + "/hello")
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDeadline(time.Now().Add(60 * time.Second))
-		c.Read(make([]byte, 1)) // the server is gone with the old container: closed
-		c.Close()
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(string(got), "hello from ") {
+			t.Fatalf("the server of a paused workspace after a connection resumed it: %q", got)
+		}
 		w, err := h.Client.GetWorkspace(ctx, "sleepy")
 		if err != nil || w.Status != client.StatusRunning {
 			t.Fatalf("exp a port connection to start the workspace, got %+v %v", w, err)
 		}
 	})
 
+	t.Run("paused, then stopped", func(t *testing.T) {
+		// idle_stop 3s: paused after 3 s (its processes kept), stopped
+		// after 6 s (its container ended, its memory freed).
+		h.Out("sleepy", "default", "(sleep 1000 >/dev/null 2>&1 &)")
+		w := waitIdleStopped(t, h, "sleepy")
+		if !w.IdleStopped || !strings.Contains(w.Error, "paused") {
+			t.Fatalf("the first stage: exp paused, got %+v", w)
+		}
+		if st := ContainerState(t, w.ContainerID); st != "paused" {
+			t.Fatalf("the first stage: exp its container paused, got %s", st)
+		}
+		res := h.Exec("sleepy", "default", "echo $PWD $NAP; pgrep -x sleep >/dev/null && echo kept")
+		if res.Stdout != "/tmp 1\nkept\n" || !res.Resumed {
+			t.Fatalf("resumed from a pause: exp the state and the background process, got %q resumed=%v", res.Stdout, res.Resumed)
+		}
+		w = waitIdleStopped(t, h, "sleepy")
+		WaitFor(t, "the second stage (stopped)", 40*time.Second, func() bool {
+			w, _ = h.Client.GetWorkspace(ctx, "sleepy")
+			return w.IdleStopped && strings.Contains(w.Error, "paused, then stopped")
+		})
+		if st := ContainerState(t, w.ContainerID); w.Status != client.StatusStopped || st != "exited" {
+			t.Fatalf("the second stage: exp stopped (idle), its container exited, got %+v (container %s)", w, st)
+		}
+		res = h.Exec("sleepy", "default", "echo $PWD $NAP; pgrep -x sleep >/dev/null || echo gone")
+		if res.Stdout != "/tmp 1\ngone\n" || !res.Resumed {
+			t.Fatalf("resumed from a stop: exp the state back in new shells, got %q resumed=%v", res.Stdout, res.Resumed)
+		}
+	})
+
+	t.Run("sidecar restarted while paused", func(t *testing.T) {
+		h.Out("sleepy", "default", "true") // resumed from its stop
+		w := waitIdleStopped(t, h, "sleepy")
+		h.Kill9()
+		h.Launch()
+		WaitFor(t, "the workspace adopted", 60*time.Second, func() bool {
+			got, err := h.Client.GetWorkspace(ctx, "sleepy")
+			return err == nil && got.Status == client.StatusStopped
+		})
+		if st := ContainerState(t, w.ContainerID); st != "paused" {
+			t.Fatalf("after a restart: exp the idle workspace still paused, got %s", st)
+		}
+		if res := h.Exec("sleepy", "default", "echo $NAP"); res.Stdout != "1\n" || !res.Resumed {
+			t.Fatalf("resumed after a restart: %q resumed=%v", res.Stdout, res.Resumed)
+		}
+	})
+
 	t.Run("container removed while stopped", func(t *testing.T) {
 		w := waitIdleStopped(t, h, "sleepy")
-		RemoveContainer(t, w.ContainerID)
+		RemoveContainer(t, w.ContainerID) // paused: removed all the same
 		res := h.Exec("sleepy", "default", "echo $PWD $NAP")
 		if res.Stdout != "/tmp 1\n" || !res.Resumed {
 			t.Fatalf("exp the state back in a new container, got %q resumed=%v", res.Stdout, res.Resumed)

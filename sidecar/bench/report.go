@@ -76,7 +76,8 @@ type Report struct {
 	// Fork: a fork of a workspace with Fork.Bytes installed, to its first
 	// exec.
 	Fork Fork `json:"fork"`
-	// Resume: a workspace stopped by idle stop to its next exec's result.
+	// Resume: a workspace paused, then stopped, by idle stop to its next
+	// exec's result.
 	Resume Resume `json:"resume"`
 	// RepoCreate: workspaces of a large repository, created to their first
 	// exec.
@@ -271,8 +272,9 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	row(fmt.Sprintf("fork of a workspace with %s installed, to its first exec / host disk it took", fmtBytes(r.Fork.Bytes)),
 		fmt.Sprintf("%s / %s (targets ≤ %d ms, ≤ %d MB)", fmtMS(r.Fork.MS), forkDisk, TargetForkMS, TargetForkDiskMB), "", "")
-	row(fmt.Sprintf("resume after idle stop → first exec p50 / max (%d samples)", r.Resume.Samples),
-		fmt.Sprintf("%s / %s (shell state kept: %s; target p50 ≤ %d ms)", fmtMS(r.Resume.P50MS), fmtMS(r.Resume.MaxMS), yesNo(r.Resume.StateKept), TargetResumeP50MS), "", "")
+	row(fmt.Sprintf("resume after idle stop → first exec p50 / max: paused (%d samples); stopped (%d)", r.Resume.Samples, r.Resume.Stopped.Samples),
+		fmt.Sprintf("%s / %s; %s / %s (shell state kept: %s; target p50 ≤ %d ms)", fmtMS(r.Resume.P50MS), fmtMS(r.Resume.MaxMS),
+			fmtMS(r.Resume.Stopped.P50MS), fmtMS(r.Resume.Stopped.MaxMS), yesNo(r.Resume.StateKept), TargetResumeP50MS), "", "")
 	rc := r.RepoCreate
 	row(fmt.Sprintf("create of a %d-file repository workspace (%s packed) → first exec: first of its base / second / a later base", rc.Files, fmtBytes(rc.PackBytes)),
 		fmtMS(rc.FirstMS)+" / "+fmtMS(rc.SecondMS)+" / "+fmtMS(rc.LaterMS), "", "")

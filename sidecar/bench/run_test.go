@@ -80,8 +80,8 @@ func TestRunTiny(t *testing.T) {
 	if rep.Fork.Bytes != 2<<20 || rep.Fork.MS <= 0 {
 		t.Errorf("unexpected fork figure: %+v", rep.Fork)
 	}
-	if rep.Resume.Samples != 2 || rep.Resume.P50MS <= 0 || !rep.Resume.StateKept {
-		t.Errorf("exp 2 resumes after idle stop, each with its shell state, got %+v", rep.Resume)
+	if rep.Resume.Samples != 2 || rep.Resume.P50MS <= 0 || rep.Resume.Stopped.Samples != 1 || rep.Resume.Stopped.P50MS <= 0 || !rep.Resume.StateKept {
+		t.Errorf("exp 2 resumes after idle stop's pause and 1 after its stop, each with its shell state, got %+v", rep.Resume)
 	}
 	if rc := rep.RepoCreate; rc.Files != 50 || rc.PackBytes < 1<<20 || rc.FirstMS <= 0 || rc.SecondMS <= 0 || rc.LaterMS <= 0 {
 		t.Errorf("unexpected repository create figures: %+v", rc)

@@ -127,6 +127,10 @@ type Workspace struct {
 	// long), not because it failed; its next exec, attach or port
 	// connection starts it again.
 	IdleStopped bool `json:"idle_stopped,omitempty"`
+	// IdlePaused: idle stop has paused it (its first stage): its
+	// processes are kept, frozen, and its next use resumes it in
+	// milliseconds; false while IdleStopped: its container is stopped.
+	IdlePaused bool `json:"idle_paused,omitempty"`
 	// Placement are its placement constraints (--engine swarm).
 	Placement []string `json:"placement,omitempty"`
 	// LastActivity is the time of its last recorded activity (see README

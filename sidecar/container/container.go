@@ -588,6 +588,41 @@ func (d *Docker) unpause(ctx context.Context, id string) bool {
 	return info.State.Running
 }
 
+// Pause freezes a running container (the cgroup freezer: its processes
+// keep their memory and take no CPU): idle stop's first stage.
+func (d *Docker) Pause(ctx context.Context, id string) error {
+	p, ok := d.api.(interface {
+		ContainerPause(ctx context.Context, containerID string) error
+	})
+	if !ok {
+		return fmt.Errorf("%w: this engine client cannot pause containers", errors.ErrUnsupported)
+	}
+	err := p.ContainerPause(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
+	}
+	return err
+}
+
+// Unpause thaws a container Pause froze; one that is not paused is left
+// as it is.
+func (d *Docker) Unpause(ctx context.Context, id string) error {
+	up, ok := d.api.(interface {
+		ContainerUnpause(ctx context.Context, containerID string) error
+	})
+	if !ok {
+		return fmt.Errorf("%w: this engine client cannot unpause containers", errors.ErrUnsupported)
+	}
+	err := up.ContainerUnpause(ctx, id)
+	switch {
+	case errdefs.IsNotFound(err):
+		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
+	case errdefs.IsConflict(err):
+		return nil // not paused
+	}
+	return err
+}
+
 // noteForeignAgent logs, once per volume, that a container made by
 // another patina binary mounts that binary's agent volume: Docker cannot
 // change a container's mounts, so it runs the agent it was made with,

@@ -160,6 +160,11 @@ func (w *workspace) adopt(ctx context.Context) {
 			}
 		case st.Running && why == "":
 			status = StatusRunning
+		case st.Status == "paused" && md.IdlePaused && md.Stopped:
+			// Paused by idle stop: it stays so until its next use.
+			if why == "" {
+				why = fmt.Sprintf("it was paused for being idle (idle_stop %s), its processes kept; the next exec, attach or port connection resumes it at once", w.idleStop())
+			}
 		case st.Status == "paused" && why == "":
 			// A sidecar killed while it saved the workspace (ws snapshot)
 			// left it paused: Start unpauses it.

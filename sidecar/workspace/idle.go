@@ -88,12 +88,37 @@ func (m *Manager) reapIdle(ctx context.Context) {
 	}
 }
 
-// maybeIdleStop stops the workspace if it has been idle long enough: no
-// recorded activity, no open port connection, no running command and no
-// terminal (asked of its agent; either counts as activity now).
+// pauser is an engine that freezes a container and thaws it (Docker's
+// pause: the cgroup freezer). Idle stop's first stage uses it where the
+// engine has it; elsewhere (Swarm) idle stop stops the container at once.
+type pauser interface {
+	Pause(ctx context.Context, id string) error
+	Unpause(ctx context.Context, id string) error
+}
+
+// Idle stop comes in two stages where the engine can pause containers.
+// After idle_stop without activity the workspace is paused: its processes
+// (shells, servers, background jobs) frozen with their memory, taking no
+// CPU; its next use thaws it in milliseconds, everything as it was. After
+// as long again, it is stopped: its container ends and its memory is
+// freed; its next use starts it again, each session a new shell with the
+// state it had (seconds). Either way it shows as stopped (idle).
+
+// maybeIdleStop pauses the workspace if it has been idle long enough (or
+// stops it, where the engine cannot pause), and stops a paused one idle
+// for twice as long: no recorded activity, no open port connection, no
+// running command and no terminal (asked of its agent; either counts as
+// activity now).
 func (w *workspace) maybeIdleStop(ctx context.Context) {
 	limit := w.idleStop()
-	if limit <= 0 || w.runningErr() != nil || w.idleFor(time.Now()) < limit {
+	if limit <= 0 {
+		return
+	}
+	if w.idlePaused() {
+		w.maybeStopPaused(ctx, 2*limit)
+		return
+	}
+	if w.runningErr() != nil || w.idleFor(time.Now()) < limit {
 		return
 	}
 	if w.portConns() > 0 {
@@ -130,7 +155,75 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, lifecycleTimeout)
 	defer cancel()
 	idle := w.idleFor(time.Now()).Round(time.Second)
+	if p, ok := w.m.eng.(pauser); ok {
+		why := fmt.Sprintf("it was idle for %s (idle_stop %s): paused, its processes kept; the next exec, attach or port connection resumes it at once (after %s idle it is stopped)", idle, limit, 2*limit)
+		err := w.pauseIdle(sctx, p, why)
+		if err == nil {
+			w.logEvent(worktree.Event{Kind: "stopped", Message: "idle for " + idle.String() + ": paused"})
+			w.m.log.Info("workspace paused: idle", "workspace_id", w.id(), "idle", idle)
+			return
+		}
+		w.m.log.Warn("idle stop: pause; stopping it instead", "workspace_id", w.id(), "err", err)
+	}
 	why := fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit)
+	if err := w.stopWhy(sctx, why); err != nil {
+		w.m.log.Warn("idle stop", "workspace_id", w.id(), "err", err)
+		return
+	}
+	w.logEvent(worktree.Event{Kind: "stopped", Message: "idle for " + idle.String()})
+	w.m.log.Info("workspace stopped: idle", "workspace_id", w.id(), "idle", idle)
+}
+
+// idlePaused reports whether idle stop paused the workspace.
+func (w *workspace) idlePaused() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.IdlePaused && w.meta.Stopped
+}
+
+// pauseIdle is idle stop's first stage: the session list kept for the
+// API, the agent let go (it cannot answer while frozen), the container
+// paused; the workspace shows as stopped (idle), saying why.
+func (w *workspace) pauseIdle(ctx context.Context, p pauser, why string) error {
+	w.mu.Lock()
+	c := w.agent
+	w.mu.Unlock()
+	if c != nil {
+		w.saveCache(ctx, c)
+	}
+	w.closeAgent()
+	if err := p.Pause(ctx, w.containerID()); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.meta.Stopped = true
+	w.meta.IdleStopped = true
+	w.meta.IdlePaused = true
+	w.status = StatusStopped
+	w.why = why
+	w.mu.Unlock()
+	return w.save(ctx)
+}
+
+// maybeStopPaused stops a workspace idle stop paused, once it has been
+// idle for after: its memory is freed.
+func (w *workspace) maybeStopPaused(ctx context.Context, after time.Duration) {
+	if w.idleFor(time.Now()) < after {
+		return
+	}
+	select {
+	case w.life <- struct{}{}:
+	default:
+		return
+	}
+	defer func() { <-w.life }()
+	if !w.idlePaused() || w.idleFor(time.Now()) < after {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, lifecycleTimeout)
+	defer cancel()
+	idle := w.idleFor(time.Now()).Round(time.Second)
+	why := fmt.Sprintf("it was idle for %s (idle_stop %s: paused, then stopped); the next exec, attach or port connection starts it again", idle, after/2)
 	if err := w.stopWhy(sctx, why); err != nil {
 		w.m.log.Warn("idle stop", "workspace_id", w.id(), "err", err)
 		return

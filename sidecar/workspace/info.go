@@ -65,6 +65,8 @@ type Info struct {
 	// IdleStopped: it is stopped because it was idle (Error says for how
 	// long), not because it failed; its next use starts it again.
 	IdleStopped bool
+	// IdlePaused: idle stop paused it (its processes kept; idle.go).
+	IdlePaused bool
 	// Placement are its placement constraints (--engine swarm).
 	Placement []string
 	// LastActivity is the time of its last recorded activity (nil: none

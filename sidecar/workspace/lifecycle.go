@@ -63,14 +63,22 @@ func (w *workspace) stop(ctx context.Context) error { return w.stopWhy(ctx, "") 
 func (w *workspace) stopWhy(ctx context.Context, idleWhy string) error {
 	m := w.m
 	w.mu.Lock()
-	c, status := w.agent, w.status
+	c, status, paused := w.agent, w.status, w.meta.IdlePaused
 	w.meta.Stopped = true
 	w.meta.IdleStopped = false // set again, with the status, once stopped
+	w.meta.IdlePaused = false
 	w.mu.Unlock()
 	if c != nil && status == StatusRunning {
 		w.saveCache(ctx, c)
 	}
 	w.closeAgent()
+	if p, ok := m.eng.(pauser); ok && paused {
+		// Paused by idle stop: thawed, so that its processes take the stop
+		// signal and end as in any stop.
+		if err := p.Unpause(ctx, w.containerID()); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			m.log.Warn("stop: unpause the idle workspace's container", "workspace_id", w.id(), "err", err)
+		}
+	}
 	if err := m.eng.Stop(ctx, w.containerID(), m.cfg.StopTimeout); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return fmt.Errorf("stop workspace: %w", err)
 	}
@@ -128,6 +136,20 @@ func (w *workspace) start(ctx context.Context) error {
 	if repo == nil && md.Repo != "" {
 		return fmt.Errorf("its repository %s cannot be opened: %s", md.Repo, w.why)
 	}
+	// Paused by idle stop: thawed, its agent, shells and processes as they
+	// were (below, the agent is reached again without starting one).
+	thawed := false
+	if p, ok := m.eng.(pauser); ok && md.IdlePaused {
+		if err := p.Unpause(ctx, md.ContainerID); err != nil {
+			m.log.Warn("resume: unpause; starting it anew", "workspace_id", md.ID, "err", err)
+		} else {
+			thawed = true
+		}
+		ph.mark("unpause")
+	}
+	w.mu.Lock()
+	w.meta.IdlePaused = false
+	w.mu.Unlock()
 	if md.Worktree != "" {
 		if err := m.makeWorktreeDir(md.Worktree); err != nil {
 			return err
@@ -182,8 +204,10 @@ func (w *workspace) start(ctx context.Context) error {
 	w.mu.Lock()
 	w.agent = w.newAgentClient()
 	w.mu.Unlock()
-	if err := w.startAgent(ctx); err != nil {
-		return err
+	if !thawed || !w.reconnectAgent(ctx) {
+		if err := w.startAgent(ctx); err != nil {
+			return err
+		}
 	}
 	ph.mark("agent")
 	c, _ := w.agentClient()

@@ -280,6 +280,9 @@ type meta struct {
 	// use starts it again).
 	IdleStop    string `json:"idle_stop,omitempty"`
 	IdleStopped bool   `json:"idle_stopped,omitempty"`
+	// IdlePaused: idle stop paused its container (idle.go); the next use
+	// thaws it.
+	IdlePaused bool `json:"idle_paused,omitempty"`
 	// Placement are the request's placement constraints (--engine swarm).
 	Placement []string `json:"placement,omitempty"`
 	// DiskMB is the size of the workspace's disk (sidecar/disk), which

@@ -225,6 +225,7 @@ func (w *workspace) viewOfRecord() Info {
 		v.IdleStop = d.String()
 	}
 	v.IdleStopped = md.IdleStopped && md.Stopped
+	v.IdlePaused = md.IdlePaused && md.Stopped
 	if ns := w.lastActive.Load(); ns > 0 {
 		t := time.Unix(0, ns).UTC()
 		v.LastActivity = &t
@@ -390,6 +391,28 @@ func (w *workspace) startAgent(ctx context.Context) error {
 	w.mu.Unlock()
 	w.watchAgent(c)
 	return nil
+}
+
+// thawedAgentWait bounds reaching the agent of a workspace just thawed
+// (it answers at once; else a new one is started, as at any start).
+const thawedAgentWait = 2 * time.Second
+
+// reconnectAgent reaches the agent already running in the workspace (one
+// idle stop paused, thawed); false: it did not answer.
+func (w *workspace) reconnectAgent(ctx context.Context) bool {
+	w.mu.Lock()
+	c := w.agent
+	w.mu.Unlock()
+	h, err := c.ConnectWait(ctx, thawedAgentWait)
+	if err != nil {
+		w.m.log.Warn("resume: the thawed workspace's agent did not answer; starting one", "workspace_id", w.id(), "err", err)
+		return false
+	}
+	w.mu.Lock()
+	w.ag.hello, w.ag.err = h, ""
+	w.mu.Unlock()
+	w.watchAgent(c)
+	return true
 }
 
 // agentArgs are the flags of the workspace's agent.

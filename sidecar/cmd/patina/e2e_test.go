@@ -423,7 +423,8 @@ func TestE2EIdleStopShown(t *testing.T) {
 		r := s.patina("ws", "show", "napper", "--json")
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &w) == nil && w.IdleStopped
 	})
-	if out := s.ok("ws", "ls"); !strings.Contains(out, "stopped (idle)") || strings.Contains(out, "(error)") {
+	// Paused first where the engine pauses (Docker), then stopped.
+	if out := s.ok("ws", "ls"); !strings.Contains(out, "stopped (idle, paused)") || strings.Contains(out, "(error)") {
 		t.Fatalf("exp ws ls to show the workspace as idle-stopped, got\n%s", out)
 	}
 	r := s.patina("exec", "napper", "--", "echo awake")

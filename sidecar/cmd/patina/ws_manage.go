@@ -39,6 +39,8 @@ func writeWorkspaces(w io.Writer, wss []client.Workspace, now time.Time) error {
 	for _, ws := range wss {
 		status := ws.Status
 		switch {
+		case ws.IdlePaused:
+			status += " (idle, paused)"
 		case ws.IdleStopped:
 			status += " (idle)"
 		case ws.Error != "":
