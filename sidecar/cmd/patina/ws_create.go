@@ -83,7 +83,7 @@ sidecar; elsewhere --disk is refused and the workspace has no disk limit).`,
 	f.Int64Var(&o.diskMB, "disk", 0, "disk limit in MB for everything the workspace writes (its files, its sessions' state, what it installs): past it, writes fail with \"No space left on device\" inside (default: the sidecar's --disk)")
 	f.StringVar(&o.network, "network", "", `"open" (default: the internet, never the host, the LAN or other workspaces) or "none"`)
 	f.StringArrayVar(&o.allow, "allow", nil, "allow only this `DEST` (a name, *.domain, an address or CIDR, each with an optional :port; repeatable): network mode allow")
-	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop); its next use starts it again`)
+	f.StringVar(&o.idleStop, "idle-stop", "", `stop the workspace after this long without activity ("15m"; "0": never; default: the sidecar's --idle-stop): paused first, its processes kept; stopped after as long again; its next use resumes it`)
 	f.StringArrayVar(&o.placement, "placement", nil, "a Swarm placement `CONSTRAINT`, e.g. node.labels.gpu==1 (repeatable; only with patina serve --engine swarm)")
 	f.BoolVar(&o.json, "json", false, "print the workspace as JSON")
 	return cmd
