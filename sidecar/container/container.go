@@ -567,13 +567,26 @@ func (d *Docker) Start(ctx context.Context, id string) error {
 	return err
 }
 
+// pauseAPI is what of Docker's client pauses containers (left out of the
+// client interface the package uses, which its fakes implement).
+type pauseAPI interface {
+	ContainerPause(ctx context.Context, containerID string) error
+	ContainerUnpause(ctx context.Context, containerID string) error
+}
+
+func (d *Docker) pauseAPI() (pauseAPI, error) {
+	p, ok := d.api.(pauseAPI)
+	if !ok {
+		return nil, fmt.Errorf("%w: this engine client cannot pause containers", errors.ErrUnsupported)
+	}
+	return p, nil
+}
+
 // unpause unpauses a paused container (a sidecar killed while it saved
 // the workspace: ws snapshot pauses it); true: it runs now.
 func (d *Docker) unpause(ctx context.Context, id string) bool {
-	up, ok := d.api.(interface {
-		ContainerUnpause(ctx context.Context, containerID string) error
-	})
-	if !ok {
+	up, err := d.pauseAPI()
+	if err != nil {
 		return false
 	}
 	info, err := d.api.ContainerInspect(ctx, id)
@@ -591,13 +604,11 @@ func (d *Docker) unpause(ctx context.Context, id string) bool {
 // Pause freezes a running container (the cgroup freezer: its processes
 // keep their memory and take no CPU): idle stop's first stage.
 func (d *Docker) Pause(ctx context.Context, id string) error {
-	p, ok := d.api.(interface {
-		ContainerPause(ctx context.Context, containerID string) error
-	})
-	if !ok {
-		return fmt.Errorf("%w: this engine client cannot pause containers", errors.ErrUnsupported)
+	p, err := d.pauseAPI()
+	if err != nil {
+		return err
 	}
-	err := p.ContainerPause(ctx, id)
+	err = p.ContainerPause(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
@@ -607,18 +618,19 @@ func (d *Docker) Pause(ctx context.Context, id string) error {
 // Unpause thaws a container Pause froze; one that is not paused is left
 // as it is.
 func (d *Docker) Unpause(ctx context.Context, id string) error {
-	up, ok := d.api.(interface {
-		ContainerUnpause(ctx context.Context, containerID string) error
-	})
-	if !ok {
-		return fmt.Errorf("%w: this engine client cannot unpause containers", errors.ErrUnsupported)
+	p, err := d.pauseAPI()
+	if err != nil {
+		return err
 	}
-	err := up.ContainerUnpause(ctx, id)
-	switch {
-	case errdefs.IsNotFound(err):
+	err = p.ContainerUnpause(ctx, id)
+	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
-	case errdefs.IsConflict(err):
-		return nil // not paused
+	}
+	if err != nil {
+		// Docker answers 500 for a container that is not paused.
+		if info, ierr := d.api.ContainerInspect(ctx, id); ierr == nil && info.State != nil && !info.State.Paused {
+			return nil
+		}
 	}
 	return err
 }

@@ -141,11 +141,7 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 			return
 		}
 	}
-	// Take the lifecycle lock only if it is free: a workspace being changed
-	// is not idle.
-	select {
-	case w.life <- struct{}{}:
-	default:
+	if !w.tryLife() {
 		return
 	}
 	defer func() { <-w.life }()
@@ -165,8 +161,23 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 		}
 		w.m.log.Warn("idle stop: pause; stopping it instead", "workspace_id", w.id(), "err", err)
 	}
-	why := fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit)
-	if err := w.stopWhy(sctx, why); err != nil {
+	w.stopIdle(sctx, idle, fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit))
+}
+
+// tryLife takes the lifecycle lock only if it is free (a workspace being
+// changed is not idle); the caller lets it go with <-w.life.
+func (w *workspace) tryLife() bool {
+	select {
+	case w.life <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopIdle stops the workspace for having been idle that long, saying why.
+func (w *workspace) stopIdle(ctx context.Context, idle time.Duration, why string) {
+	if err := w.stopWhy(ctx, why); err != nil {
 		w.m.log.Warn("idle stop", "workspace_id", w.id(), "err", err)
 		return
 	}
@@ -208,12 +219,7 @@ func (w *workspace) pauseIdle(ctx context.Context, p pauser, why string) error {
 // maybeStopPaused stops a workspace idle stop paused, once it has been
 // idle for after: its memory is freed.
 func (w *workspace) maybeStopPaused(ctx context.Context, after time.Duration) {
-	if w.idleFor(time.Now()) < after {
-		return
-	}
-	select {
-	case w.life <- struct{}{}:
-	default:
+	if w.idleFor(time.Now()) < after || !w.tryLife() {
 		return
 	}
 	defer func() { <-w.life }()
@@ -223,13 +229,7 @@ func (w *workspace) maybeStopPaused(ctx context.Context, after time.Duration) {
 	sctx, cancel := context.WithTimeout(ctx, lifecycleTimeout)
 	defer cancel()
 	idle := w.idleFor(time.Now()).Round(time.Second)
-	why := fmt.Sprintf("it was idle for %s (idle_stop %s: paused, then stopped); the next exec, attach or port connection starts it again", idle, after/2)
-	if err := w.stopWhy(sctx, why); err != nil {
-		w.m.log.Warn("idle stop", "workspace_id", w.id(), "err", err)
-		return
-	}
-	w.logEvent(worktree.Event{Kind: "stopped", Message: "idle for " + idle.String()})
-	w.m.log.Info("workspace stopped: idle", "workspace_id", w.id(), "idle", idle)
+	w.stopIdle(sctx, idle, fmt.Sprintf("it was idle for %s (idle_stop %s: paused, then stopped); the next exec, attach or port connection starts it again", idle, after/2))
 }
 
 // portConns counts the connections open through the workspace's forwards.
