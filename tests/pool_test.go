@@ -183,6 +183,8 @@ func TestWarmPoolTemplate(t *testing.T) {
 	dc := dockerClient(t)
 	h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "src"})
 	h.Out("src", "default", "echo kept > /workspace/f.txt; cd /tmp; export FOO=bar")
+	h.CreateSession("src", client.CreateSessionRequest{ID: "build", Cwd: "/var"})
+	h.Out("src", "build", "export STAGE=2")
 	tpl, err := h.Client.SnapshotWorkspace(ctx, "src", client.SnapshotWorkspaceRequest{Name: name})
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +220,9 @@ func TestWarmPoolTemplate(t *testing.T) {
 	}
 	if got := h.Out("user-a", "default", "cat /workspace/f.txt; pwd; echo $FOO $MINE"); got != "kept\n/tmp\nbar a\n" {
 		t.Fatalf("the pooled workspace of the template: %q (want its files, its session's state, the create's env)", got)
+	}
+	if got := h.Out("user-a", "build", "pwd; echo $STAGE $MINE"); got != "/var\n2 a\n" {
+		t.Fatalf("the pooled workspace's second session: %q (want its state and the create's env)", got)
 	}
 	h.Out("user-a", "default", "echo a-was-here > /workspace/a.txt; export A_VAR=1")
 	if err := h.Client.DeleteWorkspace(ctx, "user-a", client.DeleteOptions{}); err != nil {

@@ -615,8 +615,8 @@ func (d *Docker) Pause(ctx context.Context, id string) error {
 	return err
 }
 
-// Unpause thaws a container Pause froze; one that is not paused is left
-// as it is.
+// Unpause thaws a container Pause froze; one that runs already is left as
+// it is (an error for one that does not run).
 func (d *Docker) Unpause(ctx context.Context, id string) error {
 	p, err := d.pauseAPI()
 	if err != nil {
@@ -627,8 +627,9 @@ func (d *Docker) Unpause(ctx context.Context, id string) error {
 		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	if err != nil {
-		// Docker answers 500 for a container that is not paused.
-		if info, ierr := d.api.ContainerInspect(ctx, id); ierr == nil && info.State != nil && !info.State.Paused {
+		// Docker answers 500 for a container that is not paused: no error
+		// if it runs.
+		if info, ierr := d.api.ContainerInspect(ctx, id); ierr == nil && info.State != nil && info.State.Running && !info.State.Paused {
 			return nil
 		}
 	}

@@ -178,6 +178,16 @@ func (w *workspace) adopt(ctx context.Context) {
 				why = exitedWhy(st)
 			}
 		}
+		if md.IdlePaused && st.Status != "paused" {
+			// Killed while it resumed or stopped it (or the host restarted):
+			// not paused any more.
+			w.mu.Lock()
+			w.meta.IdlePaused = false
+			if status == StatusRunning {
+				w.meta.Stopped, w.meta.IdleStopped = false, false
+			}
+			w.mu.Unlock()
+		}
 	}
 	if !legacy && len(md.ObjectDirs) > 0 {
 		if status == StatusRunning {

@@ -111,11 +111,13 @@ type pauser interface {
 // activity now).
 func (w *workspace) maybeIdleStop(ctx context.Context) {
 	limit := w.idleStop()
-	if limit <= 0 {
+	if w.idlePaused() {
+		// Its idle stop turned off since (a sidecar restarted with
+		// another --idle-stop): stopped now, not paused for ever.
+		w.maybeStopPaused(ctx, 2*max(limit, 0))
 		return
 	}
-	if w.idlePaused() {
-		w.maybeStopPaused(ctx, 2*limit)
+	if limit <= 0 {
 		return
 	}
 	if w.runningErr() != nil || w.idleFor(time.Now()) < limit {
@@ -160,6 +162,9 @@ func (w *workspace) maybeIdleStop(ctx context.Context) {
 			return
 		}
 		w.m.log.Warn("idle stop: pause; stopping it instead", "workspace_id", w.id(), "err", err)
+		cancel()
+		sctx, cancel = context.WithTimeout(ctx, lifecycleTimeout) // the pause may have spent the first
+		defer cancel()
 	}
 	w.stopIdle(sctx, idle, fmt.Sprintf("it was idle for %s (idle_stop %s); the next exec, attach or port connection starts it again", idle, limit))
 }

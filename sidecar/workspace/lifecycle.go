@@ -147,9 +147,6 @@ func (w *workspace) start(ctx context.Context) error {
 		}
 		ph.mark("unpause")
 	}
-	w.mu.Lock()
-	w.meta.IdlePaused = false
-	w.mu.Unlock()
 	if md.Worktree != "" {
 		if err := m.makeWorktreeDir(md.Worktree); err != nil {
 			return err
@@ -228,6 +225,9 @@ func (w *workspace) start(ctx context.Context) error {
 	w.status = StatusRunning
 	w.why = ""
 	w.meta.Stopped = false
+	// Cleared only now: a resume that failed half-way leaves it to idle
+	// stop's second stage (the container may run thawed meanwhile).
+	w.meta.IdlePaused = false
 	if w.log == nil {
 		w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
 	}

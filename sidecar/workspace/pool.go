@@ -55,17 +55,18 @@ type pool struct {
 	mu   sync.Mutex
 	// ready are pooled workspaces, oldest first; filling counts the
 	// creates under way, by template; released are templates being
-	// removed (not filled meanwhile); failing are templates whose last
-	// fill failed (logged once until one succeeds).
+	// removed (not filled meanwhile); retryAt are templates whose last
+	// fill failed, not filled again before then (the others are; the
+	// failure is logged once until a fill succeeds).
 	ready    []*workspace
 	filling  map[string]int
 	released map[string]int
-	failing  map[string]bool
+	retryAt  map[string]time.Time
 	wake     chan struct{}
 }
 
 func newPool(defaults int, templates map[string]int) *pool {
-	p := &pool{want: map[string]int{}, filling: map[string]int{}, released: map[string]int{}, failing: map[string]bool{}, wake: make(chan struct{}, 1)}
+	p := &pool{want: map[string]int{}, filling: map[string]int{}, released: map[string]int{}, retryAt: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 	left := MaxWarmPool
 	if defaults > 0 {
 		p.want[""] = min(defaults, left)
@@ -107,8 +108,9 @@ func (p *pool) next() (string, bool) {
 		have[w.template()]++
 	}
 	best, short := "", 0
+	now := time.Now()
 	for _, name := range slices.Sorted(maps.Keys(p.want)) {
-		if p.released[name] > 0 {
+		if p.released[name] > 0 || now.Before(p.retryAt[name]) {
 			continue
 		}
 		if d := p.want[name] - have[name] - p.filling[name]; d > short {
@@ -200,8 +202,13 @@ func (m *Manager) fillOne(tpl string) {
 	if keep {
 		p.ready = append(p.ready, w)
 	}
-	first := err != nil && !p.failing[tpl]
-	p.failing[tpl] = err != nil
+	_, failed := p.retryAt[tpl]
+	first := err != nil && !failed
+	if err != nil {
+		p.retryAt[tpl] = time.Now().Add(poolRetry)
+	} else {
+		delete(p.retryAt, tpl)
+	}
 	p.mu.Unlock()
 	if err == nil && !keep {
 		// Its template is being removed (ReleaseTemplate waits for this
@@ -223,11 +230,7 @@ func (m *Manager) fillOne(tpl string) {
 		if m.bg.Err() == nil && first {
 			m.log.Warn("pool: create a pooled workspace; trying again every few seconds", "template", tpl, "err", err)
 		}
-		select {
-		case <-time.After(poolRetry):
-		case <-m.bg.Done():
-			return
-		}
+		time.AfterFunc(poolRetry, p.kick) // its retry time: the others fill meanwhile
 	}
 	p.kick()
 }
@@ -270,13 +273,7 @@ func (m *Manager) createPooled(tpl string) (*workspace, error) {
 	// Its first session ready too: a create that takes it runs its first
 	// command without a shell start. The session has run nothing: its
 	// history is empty, its state the image's.
-	// A saved workspace's template brings sessions, whose shells ended
-	// with the workspace it was saved from: each gets a new one with its
-	// state (as a fork's), so that the create's env reaches them.
 	c, err := w.client()
-	if err == nil {
-		_, err = c.Revive(ctx, "")
-	}
 	if err == nil {
 		_, err = c.CreateSession(ctx, wire.CreateSessionRequest{ID: DefaultSession})
 	}
@@ -311,7 +308,19 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 	}
 	defer m.unreserve(name)
 	var w *workspace
+	var stale []*workspace
 	p.mu.Lock()
+	p.ready = slices.DeleteFunc(p.ready, func(c *workspace) bool {
+		// Pooled from an image the template no longer names (removed and
+		// made again): never handed out, made anew.
+		c.mu.Lock()
+		old := req.Template != "" && c.meta.Template == req.Template && c.meta.TemplateImage != req.templateImage
+		c.mu.Unlock()
+		if old {
+			stale = append(stale, c)
+		}
+		return old
+	})
 	for i, c := range p.ready {
 		c.mu.Lock()
 		md := c.meta
@@ -328,6 +337,12 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		}
 	}
 	p.mu.Unlock()
+	for _, c := range stale {
+		m.discardPooled(c)
+	}
+	if len(stale) > 0 {
+		p.kick()
+	}
 	if w == nil {
 		return Info{}, false, nil
 	}
@@ -389,22 +404,33 @@ func (m *Manager) applyToPooled(ctx context.Context, w *workspace, req CreateReq
 		}
 	}
 	m.holdSecrets(md)
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	var env map[string]string
 	if setup := w.agentSetup(); setup != nil {
-		c, err := w.client()
-		if err != nil {
-			return err
-		}
 		warning, err := c.Setup(ctx, setup)
 		if err != nil {
 			return err
 		}
-		env := maps.Clone(setup.Env)
+		env = maps.Clone(setup.Env)
 		if setup.Trust != nil && warning == "" {
 			maps.Copy(env, setup.Trust.Env)
 		}
 		if warning != "" {
 			m.log.Warn("pool: the agent's setup", "workspace_id", md.ID, "warning", warning)
 		}
+	}
+	// A saved workspace's template brings sessions whose shells ended with
+	// the workspace it was saved from: each gets a new one with its state
+	// (as a fork's), after the setup, so that the create's environment
+	// reaches every one.
+	if _, err := c.Revive(ctx, ""); err != nil {
+		return err
+	}
+	if env != nil {
+		// The first session, started in the pool before the setup.
 		if _, err := c.SetEnv(ctx, DefaultSession, env, nil); err != nil {
 			// A variable its shell will not take (bash's read-only UID, say):
 			// the first session goes, and the first exec starts it anew
@@ -438,7 +464,13 @@ func (m *Manager) ReleaseTemplate(ctx context.Context, name string) func() {
 	})
 	p.mu.Unlock()
 	for _, w := range gone {
-		_ = w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) })
+		// Not cancelled with the caller: a workspace out of the pool and
+		// not deleted would hold the template's image until a restart.
+		dctx, cancel := context.WithTimeout(m.bg, lifecycleTimeout)
+		if err := w.changeLocked(dctx, func(ctx context.Context) error { return w.delete(ctx, false) }); err != nil {
+			m.log.Warn("pool: delete a pooled workspace of a template being removed", "template", name, "workspace_id", w.id(), "err", err)
+		}
+		cancel()
 	}
 	// A fill of it under way ends in a discard (fillOne); wait for it.
 	for {
@@ -455,7 +487,9 @@ func (m *Manager) ReleaseTemplate(ctx context.Context, name string) func() {
 	}
 	return func() {
 		p.mu.Lock()
-		p.released[name]--
+		if p.released[name]--; p.released[name] <= 0 {
+			delete(p.released, name)
+		}
 		p.mu.Unlock()
 		p.kick()
 	}

@@ -156,7 +156,8 @@ func pooledOf(m *Manager, tpl string) int {
 // ready beside the default image's; a create of the template takes one
 // (with the template's env), one of the default image takes a default
 // one; a template rebuilt since its pooled workspaces were made hands out
-// none of them; ReleaseTemplate empties the template's pool and keeps it
+// none of them and makes them anew; a template that cannot be made
+// starves none of the others; ReleaseTemplate empties the template's pool and keeps it
 // empty until done; a template that does not exist fills nothing and
 // takes nothing.
 func TestPoolPerTemplate(t *testing.T) {
@@ -164,7 +165,7 @@ func TestPoolPerTemplate(t *testing.T) {
 	tpls := &fakeTemplates{all: map[string]template.Template{}}
 	tpls.set(template.Template{Name: "t1", Ref: "patina-template:t1", ImageID: "sha256:one", Spec: template.Spec{Env: map[string]string{"FROM_T": "one"}}})
 	m, err := New(Config{StateDir: t.TempDir(), DefaultImage: "img", AdoptWait: 2 * time.Second, InterruptGrace: 200 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler), WarmPool: 1, WarmTemplates: map[string]int{"t1": 2, "missing": 1}, Templates: tpls}, eng, fakeImages{})
+		Logger: slog.New(slog.DiscardHandler), WarmPool: 1, WarmTemplates: map[string]int{"t1": 2, "missing": 5}, Templates: tpls}, eng, fakeImages{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +183,8 @@ func TestPoolPerTemplate(t *testing.T) {
 	}
 	full := func() bool { return pooledOf(m, "t1") == 2 && pooledOf(m, "") == 1 }
 	waitFor("the pool did not fill", full)
-	if st := m.Pool(); st.Size != 4 || st.Ready != 3 {
-		t.Fatalf("pool status: %+v (size 4: 1 default, 2 of t1, 1 of a missing template)", st)
+	if st := m.Pool(); st.Size != 8 || st.Ready != 3 {
+		t.Fatalf("pool status: %+v (size 8: 1 default, 2 of t1, 5 of a missing template, which starves none of the others)", st)
 	}
 	ctx := context.Background()
 
@@ -211,6 +212,23 @@ func TestPoolPerTemplate(t *testing.T) {
 	}
 	if m.poolTaken.Load() != taken {
 		t.Fatal("a create of a rebuilt template took a workspace pooled from its old image")
+	}
+	// Those of the old image go, and the pool makes them anew.
+	waitFor("t1's pool made anew from its new image", func() bool {
+		m.pool.mu.Lock()
+		defer m.pool.mu.Unlock()
+		n := 0
+		for _, w := range m.pool.ready {
+			w.mu.Lock()
+			if w.meta.Template == "t1" && w.meta.TemplateImage == "sha256:two" {
+				n++
+			}
+			w.mu.Unlock()
+		}
+		return n == 2
+	}) // and no other of t1: pooledOf below counts them all
+	if n := pooledOf(m, "t1"); n != 2 {
+		t.Fatalf("t1 has %d pooled workspaces, want 2", n)
 	}
 
 	// Released: none of t1 pooled or filled until done.

@@ -134,7 +134,7 @@ a workspace fails until "patina image build" has built it.`,
 	f.StringArrayVar(&o.warmTemplates, "warm-template", nil, "for each `NAME=N`, keep N workspaces of template NAME started as --warm does for the default image, for creates with --template NAME that match them (repeatable; --warm and these keep at most 256 in all; a template removed with patina template rm takes its pooled workspaces with it)")
 	f.Int64Var(&o.snapshotMaxMB, "snapshot-max-mb", 10<<10, "the most a snapshot (patina ws snapshot) copies of a workspace (its container's changes, a sparse file at its length, its files and sessions' state) into the engine's storage, in MB: a larger workspace is refused (413)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "also serve GET /metrics (Prometheus text) here, host:port, without a token (on the API's address /metrics needs the token)")
-	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections): paused first (its processes kept, frozen; resumed in milliseconds), stopped after as long again (its memory freed); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection resumes it")
+	f.DurationVar(&o.idleStop, "idle-stop", 0, "stop a workspace after this long without activity (API calls on it, running commands, port connections): paused first (its processes kept, frozen; resumed in milliseconds), stopped after as long again (its memory freed; on --engine swarm, stopped at once); 0: never. A workspace's own idle_stop wins. The next exec, session call or port connection resumes it")
 	return cmd
 }
 
