@@ -50,7 +50,7 @@ func (o *HostOptions) prepare(what string) error {
 		return fmt.Errorf("bench %s: the binary, the engine and a positive count are required", what)
 	}
 	o.Image = cmp.Or(o.Image, Options{}.withDefaults().Image)
-	o.StartTimeout = cmp.Or(o.StartTimeout, 30*time.Second)
+	o.StartTimeout = cmp.Or(o.StartTimeout, defaultStartTimeout)
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

@@ -63,7 +63,8 @@ type Options struct {
 	MemConnections int
 	// Progress receives a line per step (default: discarded).
 	Progress io.Writer
-	// StartTimeout bounds the sidecar's start (default 30 s).
+	// StartTimeout bounds the sidecar's start (default
+	// defaultStartTimeout).
 	StartTimeout time.Duration
 	// Docker is the Docker API for the baseline and for cleaning up (default:
 	// a client from the environment, DOCKER_HOST etc.).
@@ -116,7 +117,7 @@ func (o Options) withDefaults() Options {
 		o.Progress = io.Discard
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 30 * time.Second
+		o.StartTimeout = defaultStartTimeout
 	}
 	return o
 }

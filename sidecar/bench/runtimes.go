@@ -68,7 +68,7 @@ func Runtimes(ctx context.Context, o RuntimeOptions) (RuntimesReport, error) {
 	o.Image = cmp.Or(o.Image, Options{}.withDefaults().Image)
 	o.Samples = cmp.Or(o.Samples, 300)
 	o.CreateSamples = cmp.Or(o.CreateSamples, 3)
-	o.StartTimeout = cmp.Or(o.StartTimeout, 30*time.Second)
+	o.StartTimeout = cmp.Or(o.StartTimeout, defaultStartTimeout)
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

@@ -32,6 +32,12 @@ type sidecarProc struct {
 
 // startSidecar runs `bin serve` on a free loopback port with stateDir and a
 // generated token, and waits until it has written its sidecar.json.
+// defaultStartTimeout bounds a sidecar's start: longer than its own bounds
+// at start (its engine's first answer, 30 s; opening the disk pool, 1
+// min), which a loaded host can take (a runsc sidecar did not listen
+// within 30 s while CI built an image beside it).
+const defaultStartTimeout = 2 * time.Minute
+
 func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeout time.Duration, extra ...string) (*sidecarProc, error) {
 	return startSidecarEnv(ctx, nil, bin, stateDir, logPath, img, timeout, extra...)
 }
