@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,10 +29,10 @@ const (
 	burstCreateTimeout = 5 * time.Minute
 )
 
-// burstOwnMemoryMB is the memory limit of the creates the pool cannot
+// ownMemoryMB is the memory limit of the creates the pool cannot
 // serve (the pool's workspaces have the sidecar's default, 4096 MB; one
 // with its own env, secret env or network policy takes a pooled one).
-const burstOwnMemoryMB = 2048
+const ownMemoryMB = 2048
 
 // BurstReport: Workspaces creates sent at once, each to its first exec,
 // to a sidecar whose warm pool holds as many (Pool), then as many that the
@@ -75,7 +74,7 @@ func Burst(ctx context.Context, o HostOptions) (BurstReport, error) {
 		p95      *float64
 	}{
 		{"pool", 0, &rep.Pool, &rep.PoolP95MS},
-		{"nopool", burstOwnMemoryMB, &rep.NoPool, &rep.NoPoolP95MS},
+		{"nopool", ownMemoryMB, &rep.NoPool, &rep.NoPoolP95MS},
 	} {
 		fmt.Fprintf(o.Progress, "bench: burst: %d creates at once (%s)\n", o.Workspaces, phase.name)
 		ds, ids, errs := createAtOnce(ctx, c, o, phase.name, phase.memoryMB)
@@ -115,6 +114,12 @@ func waitPoolReady(ctx context.Context, p *sidecarProc, n int, within time.Durat
 
 // poolReady reads patina_pool_ready from the sidecar's GET /metrics.
 func poolReady(ctx context.Context, p *sidecarProc) (int, error) {
+	return poolMetric(ctx, p, "patina_pool_ready")
+}
+
+// poolMetric reads one of the pool's figures from the sidecar's GET
+// /metrics.
+func poolMetric(ctx context.Context, p *sidecarProc, name string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Addr+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -130,11 +135,11 @@ func poolReady(ctx context.Context, p *sidecarProc) (int, error) {
 	}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "patina_pool_ready "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			return strconv.Atoi(strings.TrimSpace(v))
 		}
 	}
-	return 0, errors.New("GET /metrics: no patina_pool_ready")
+	return 0, fmt.Errorf("GET /metrics: no %s", name)
 }
 
 // createAtOnce sends o.Workspaces creates at once, each followed by an

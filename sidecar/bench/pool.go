@@ -51,9 +51,9 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 		_ = removeContainers(context.WithoutCancel(ctx), r.api, dir)
 	}()
 	c := pclient.New(p.Addr, p.Token, nil)
-	sample := func(name string, env map[string]string) (time.Duration, error) {
+	sample := func(name string, memoryMB int64) (time.Duration, error) {
 		t0 := time.Now()
-		ws, err := c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: name, Env: env})
+		ws, err := c.CreateWorkspace(ctx, pclient.CreateWorkspaceRequest{Name: name, MemoryMB: memoryMB})
 		if err != nil {
 			return 0, fmt.Errorf("create %s: %w", name, err)
 		}
@@ -68,7 +68,7 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 		if err := waitPoolReady(ctx, p, 1, poolReadyWait); err != nil {
 			return wp, err
 		}
-		d, err := sample(fmt.Sprintf("bench-pool-%d", i), nil)
+		d, err := sample(fmt.Sprintf("bench-pool-%d", i), 0)
 		if err != nil {
 			return wp, err
 		}
@@ -76,10 +76,16 @@ func (r *runner) warmPool(ctx context.Context) (WarmPool, error) {
 		if err := waitPoolReady(ctx, p, 1, poolReadyWait); err != nil {
 			return wp, err
 		}
-		if d, err = sample(fmt.Sprintf("bench-nopool-%d", i), map[string]string{"BENCH": "1"}); err != nil {
+		// Another memory limit than the pool's: a create the pool cannot
+		// serve (one with its own env is served since the pool gives env).
+		if d, err = sample(fmt.Sprintf("bench-nopool-%d", i), ownMemoryMB); err != nil {
 			return wp, err
 		}
 		own = append(own, d)
+	}
+	// Each figure of the creates it should be: the pool served n.
+	if taken, err := poolMetric(ctx, p, "patina_pool_taken_total"); err != nil || taken != n {
+		return wp, fmt.Errorf("the warm pool served %d creates, want %d (one per sample with the pool, none without): %v", taken, n, err)
 	}
 	wp.Pool, wp.NoPool = summarise(pool), summarise(own)
 	if wp.DockerRun.P50MS > 0 {
