@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +164,39 @@ func TestIdleStop(t *testing.T) {
 			t.Fatalf("idle_stop 0: exp none, got %q", w.IdleStop)
 		}
 	})
+}
+
+// TestHostileIdlePause: a workspace that wants to keep working while idle
+// stop has paused it (a loop in the background, started before) makes no
+// progress while paused: its processes are frozen, not merely unobserved;
+// and they carry on once its next use resumes it.
+func TestHostileIdlePause(t *testing.T) {
+	h := Start(t)
+	ws := h.CreateWorkspace(client.CreateWorkspaceRequest{Name: "ticker", IdleStop: "2s"})
+	if ws.Worktree == "" {
+		t.Skip("the workspace's files are not on the host here (no disk pool): its loop cannot be watched without resuming it")
+	}
+	h.Out("ticker", "default", "(while :; do echo tick >> /workspace/ticks; sleep 0.1; done >/dev/null 2>&1 &)")
+	ticks := func() int {
+		b, err := os.ReadFile(filepath.Join(ws.Worktree, "ticks"))
+		if err != nil {
+			t.Fatalf("read the workspace's ticks from the host: %v", err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+	w := waitIdleStopped(t, h, "ticker")
+	if !w.IdlePaused {
+		t.Fatalf("exp the workspace paused, got %+v", w)
+	}
+	before := ticks()
+	time.Sleep(3 * time.Second)
+	if after := ticks(); after != before {
+		t.Fatalf("a paused workspace's loop went on: %d ticks, then %d", before, after)
+	}
+	if res := h.Exec("ticker", "default", "sleep 1; wc -l < /workspace/ticks"); !res.Resumed {
+		t.Fatalf("exp the exec to resume the workspace: %+v", res)
+	}
+	if after := ticks(); after <= before {
+		t.Fatalf("the loop did not carry on after the resume: %d ticks, then %d", before, after)
+	}
 }
