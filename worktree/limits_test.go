@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -230,6 +233,7 @@ func TestGitCPULimit(t *testing.T) {
 	if err := os.WriteFile(spin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	waitExecutable(t, spin)
 	r, err := Open(testCtx(t), Config{StateDir: t.TempDir(), Logger: testLogger(t), GitPath: spin, GitCPUTime: time.Second}, repo)
 	if err != nil {
 		t.Fatal(err)
@@ -280,5 +284,23 @@ func TestGitMemoryLimitIgnoresPackSize(t *testing.T) {
 	}
 	if exp, got := "small\n", readFile(t, filepath.Join(repo, "small.txt")); exp != got {
 		t.Fatalf("exp the merged file, got %q", got)
+	}
+}
+
+// waitExecutable waits until a program just written can be run: a child
+// forked meanwhile by a parallel test holds the writing descriptor until it
+// execs, and an exec of the file fails with ETXTBSY until then.
+func waitExecutable(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := exec.Command(path, "version").Run()
+		if !errors.Is(err, syscall.ETXTBSY) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s stayed busy: %v", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
