@@ -560,11 +560,7 @@ func (d *Docker) Start(ctx context.Context, id string) error {
 	if d.unpause(ctx, id) {
 		return nil
 	}
-	err := d.api.ContainerStart(ctx, id, container.StartOptions{})
-	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
-	}
-	return err
+	return containerErr(id, d.api.ContainerStart(ctx, id, container.StartOptions{}))
 }
 
 // pauseAPI is what of Docker's client pauses containers (left out of the
@@ -608,11 +604,7 @@ func (d *Docker) Pause(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	err = p.ContainerPause(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
-	}
-	return err
+	return containerErr(id, p.ContainerPause(ctx, id))
 }
 
 // Unpause thaws a container Pause froze; one that runs already is left as
@@ -622,16 +614,22 @@ func (d *Docker) Unpause(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	err = p.ContainerUnpause(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
-	}
-	if err != nil {
+	err = containerErr(id, p.ContainerUnpause(ctx, id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		// Docker answers 500 for a container that is not paused: no error
 		// if it runs.
 		if info, ierr := d.api.ContainerInspect(ctx, id); ierr == nil && info.State != nil && info.State.Running && !info.State.Paused {
 			return nil
 		}
+	}
+	return err
+}
+
+// containerErr is an engine's answer about container id, its "no such
+// container" said as ErrNotFound.
+func containerErr(id string, err error) error {
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
 	}
 	return err
 }
@@ -662,11 +660,7 @@ func (d *Docker) noteForeignAgent(ctx context.Context, id string) {
 // Stop stops a container (SIGTERM, then SIGKILL after timeout).
 func (d *Docker) Stop(ctx context.Context, id string, timeout time.Duration) error {
 	secs := int(timeout / time.Second)
-	err := d.api.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
-	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("container %s: %w", short(id), ErrNotFound)
-	}
-	return err
+	return containerErr(id, d.api.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}))
 }
 
 // Remove removes a container, running or not; a missing one is not an

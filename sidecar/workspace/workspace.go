@@ -386,11 +386,17 @@ func (w *workspace) startAgent(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the workspace's agent did not answer: %w", err)
 	}
+	w.agentAnswered(c, h)
+	return nil
+}
+
+// agentAnswered records the hello of the agent c reached, and watches its
+// connection.
+func (w *workspace) agentAnswered(c *agent.Client, h wire.Hello) {
 	w.mu.Lock()
 	w.ag.hello, w.ag.err = h, ""
 	w.mu.Unlock()
 	w.watchAgent(c)
-	return nil
 }
 
 // thawedAgentWait bounds reaching the agent of a workspace just thawed
@@ -408,10 +414,7 @@ func (w *workspace) reconnectAgent(ctx context.Context) bool {
 		w.m.log.Warn("resume: the thawed workspace's agent did not answer; starting one", "workspace_id", w.id(), "err", err)
 		return false
 	}
-	w.mu.Lock()
-	w.ag.hello, w.ag.err = h, ""
-	w.mu.Unlock()
-	w.watchAgent(c)
+	w.agentAnswered(c, h)
 	return true
 }
 
