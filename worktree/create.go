@@ -58,6 +58,17 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 		return Workspace{}, err
 	}
 	id, name := newIdentity()
+	if req.ID != "" {
+		if !isUUID(req.ID) {
+			return Workspace{}, fmt.Errorf("id %q is not a uuid", req.ID)
+		}
+		for _, ns := range existing {
+			if ns.st.ID == req.ID {
+				return Workspace{}, fmt.Errorf("%w: workspace id %s", ErrExists, req.ID)
+			}
+		}
+		id = req.ID
+	}
 	if req.Name != "" {
 		name = req.Name
 		if err := r.checkFree(ctx, name, existing); err != nil {
@@ -73,6 +84,9 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 				return Workspace{}, err
 			}
 			id, name = newIdentity()
+			if req.ID != "" {
+				id = req.ID
+			}
 		}
 	}
 

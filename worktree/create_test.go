@@ -108,6 +108,23 @@ func TestCreateBases(t *testing.T) {
 	}
 }
 
+// A workspace made with the id it is given (the sidecar's warm pool makes
+// the container first): Get finds it by that id.
+func TestCreateWithID(t *testing.T) {
+	t.Parallel()
+	r := openRepo(t, newUserRepo(t))
+	ctx := testCtx(t)
+	const id = "0b8f6a52-4c1d-4f0e-9a57-3f3c2f1e9d01"
+	ws := mustCreate(t, r, CreateRequest{Name: "given", ID: id})
+	if ws.ID != id {
+		t.Fatalf("exp id %s, got %s", id, ws.ID)
+	}
+	got, err := r.Get(ctx, id)
+	if err != nil || got.Name != "given" {
+		t.Fatalf("exp workspace given by its id, got %+v, %v", got, err)
+	}
+}
+
 func TestCreateRefuses(t *testing.T) {
 	t.Parallel()
 	repo := newUserRepo(t)
@@ -136,6 +153,15 @@ func TestCreateRefuses(t *testing.T) {
 	}
 	if _, err := r.Create(ctx, CreateRequest{Name: "badmeta", Meta: json.RawMessage(`{nope`)}); err == nil {
 		t.Errorf("exp invalid meta refused")
+	}
+	taken, err := r.List(ctx)
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("exp one workspace, got %v, %v", taken, err)
+	}
+	for _, id := range []string{"not-a-uuid", taken[0].ID} {
+		if _, err := r.Create(ctx, CreateRequest{Name: "withid", ID: id}); err == nil {
+			t.Errorf("exp id %q refused", id)
+		}
 	}
 	list, err := r.List(ctx)
 	if err != nil {

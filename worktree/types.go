@@ -112,6 +112,10 @@ type Workspace struct {
 type CreateRequest struct {
 	// Name of the workspace; empty generates a short uuid-based one.
 	Name string
+	// ID is the workspace's id, a uuid no workspace of the repository has;
+	// empty generates one (the sidecar gives one when the workspace's
+	// container was made before its repository: the warm pool).
+	ID string
 	// Base is the revision to start from (branch, tag, commit...); empty
 	// means the main working tree's current HEAD.
 	Base string

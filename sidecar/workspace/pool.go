@@ -18,12 +18,15 @@ import (
 // created ahead, container started, agent up and the first session
 // ("default") started, of the default settings (no repository, the
 // default image, limits, disk and network policy, no env or secrets) or
-// of a template's (its image and env, else the defaults). A create of no
-// repository, of the default image or a pooled template, and of the
-// default limits and disk takes one: it is given the request's env,
-// secret env, secrets, idle stop and network policy while still hidden
-// (applyToPooled), then its name; the pool refills in the background, two
-// creates at a time. A pooled workspace is hidden (no lookup, no list)
+// of a template's (its image and env, else the defaults). A create of the
+// default image or a pooled template (by name, or by image: the same
+// template under another name, as a repository's devcontainer.json names
+// it by content), of the default limits and disk and of no placement,
+// takes one: for a repository, its branch is made with the pooled
+// workspace's id and its base's objects are shipped to it (attachRepo,
+// ship.go); it is given the request's env, secret env, secrets, idle stop
+// and network policy while still hidden (applyToPooled), then its name;
+// the pool refills in the background, two creates at a time. A pooled workspace is hidden (no lookup, no list)
 // until it is taken, has run nothing of a user before, and once taken is
 // an ordinary workspace: never back in the pool. At start, pooled
 // workspaces left by an earlier run (a kill -9) are deleted and the pool
@@ -146,6 +149,13 @@ func (w *workspace) template() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.meta.Template
+}
+
+// templateImage is the image id of the template it was made of.
+func (w *workspace) templateImage() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.meta.TemplateImage
 }
 
 // isPooled reports whether w waits in the pool (hidden).
@@ -288,11 +298,18 @@ func (m *Manager) createPooled(tpl string) (*workspace, error) {
 // image), limits and disk are a pooled one's (ok false: create one).
 func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool, error) {
 	p := m.pool
-	if p == nil || req.Repo != "" || req.Dockerfile != "" || len(req.Placement) > 0 || req.Network == nil {
+	if p == nil || len(req.Placement) > 0 || req.Network == nil {
 		return Info{}, false, nil
 	}
 	p.mu.Lock()
 	_, wanted := p.want[req.Template]
+	for _, c := range p.ready {
+		// A template of the same image under another name: a
+		// repository's devcontainer.json makes its template's content
+		// name (dc-…), which the template an operator built and named from
+		// it is.
+		wanted = wanted || (req.templateImage != "" && c.templateImage() == req.templateImage)
+	}
 	p.mu.Unlock()
 	if !wanted {
 		return Info{}, false, nil
@@ -329,7 +346,11 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		// image the one the template names now); its network policy can
 		// be narrowed or widened unless it was made with none (no network
 		// at all).
-		if md.Template == req.Template && md.TemplateImage == req.templateImage && md.Image == req.Image && md.MemoryMB == req.MemoryMB && md.CPUs == req.CPUs && md.PidsLimit == req.PidsLimit &&
+		sameImage := md.Template == req.Template && md.Image == req.Image
+		if req.templateImage != "" { // under whichever of its names
+			sameImage = md.TemplateImage == req.templateImage
+		}
+		if sameImage && md.MemoryMB == req.MemoryMB && md.CPUs == req.CPUs && md.PidsLimit == req.PidsLimit &&
 			md.DiskMB == req.DiskMB && (md.Network == req.Network.Mode || md.Network != NetworkNone) {
 			w = c
 			p.ready = append(p.ready[:i:i], p.ready[i+1:]...)
@@ -346,10 +367,28 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 	if w == nil {
 		return Info{}, false, nil
 	}
+	if req.Repo != "" {
+		// Its branch first: a create the repository refuses (a name or
+		// base it will not take) gets the repository's answer, and the
+		// pooled workspace, untouched, goes back.
+		if err := m.attachRepo(ctx, w, req, name); err != nil {
+			p.mu.Lock()
+			p.ready = append([]*workspace{w}, p.ready...)
+			p.mu.Unlock()
+			return Info{}, true, err
+		}
+	}
 	defer p.kick()
 	// The request's own settings first, while it is still hidden: a
 	// failure discards it and the create makes its own.
-	if err := w.changeLocked(ctx, func(ctx context.Context) error { return m.applyToPooled(ctx, w, req) }); err != nil {
+	if err := w.changeLocked(ctx, func(ctx context.Context) error {
+		if req.Repo != "" {
+			if err := w.gitInit(ctx, false); err != nil {
+				return err
+			}
+		}
+		return m.applyToPooled(ctx, w, req)
+	}); err != nil {
 		m.log.Warn("pool: give a pooled workspace the create's settings; making one instead", "workspace_id", w.meta.ID, "err", err)
 		m.dropSecrets(w.meta.ID)
 		m.discardPooled(w)
@@ -359,6 +398,7 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		w.mu.Lock()
 		old := w.meta.Name
 		w.meta.Name = name
+		w.meta.Template, w.meta.Image = req.Template, req.Image // the names the create used
 		w.meta.Pooled = false
 		w.touch() // its idle stop counts from now, not from its making
 		w.meta.CreatedAt = time.Now().UTC()
@@ -382,6 +422,45 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 	w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s, from the warm pool)", name, w.meta.Image)})
 	m.log.Info("workspace created from the warm pool", "workspace_id", w.meta.ID, "name", name)
 	return w.view(), true, nil
+}
+
+// attachRepo makes a repository create's branch (patina/<name>, at its
+// base) for a pooled workspace, with the pooled workspace's id, and makes
+// the workspace that repository's. Its files are in its own volume and its
+// base's objects are shipped to it by gitInit (ship.go), as on an engine
+// of another host: its container was made before the repository was
+// named. Nothing is done to the workspace when the repository refuses.
+func (m *Manager) attachRepo(ctx context.Context, w *workspace, req CreateRequest, name string) error {
+	r, err := m.repo(ctx, req.Repo)
+	if err != nil {
+		return repoError(req.Repo, err)
+	}
+	w.mu.Lock()
+	id := w.meta.ID
+	w.mu.Unlock()
+	wt, err := r.Create(ctx, worktree.CreateRequest{Name: name, ID: id, Base: req.Base, Image: req.Image})
+	if errors.Is(err, worktree.ErrNotFound) {
+		err = fieldError("base", err) // a field names nothing: 400, not 404
+	}
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.repo = r
+	w.meta.Repo, w.meta.Branch, w.meta.Base, w.meta.BaseCommit = wt.Repo, wt.Branch, wt.BaseRef, wt.BaseCommit
+	if w.meta.Base == "" {
+		w.meta.Base = req.Base
+	}
+	w.meta.Shipped = true
+	// Its events now go with the repository's (its state note), as a
+	// repository workspace's do.
+	old := w.log
+	w.log = newEventLog(w.sink(), m.log, m.cfg.Redactor.Redact)
+	w.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	return nil
 }
 
 // applyToPooled gives a pooled workspace, still hidden, the create's

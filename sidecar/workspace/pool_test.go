@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -204,6 +205,15 @@ func TestPoolPerTemplate(t *testing.T) {
 	}
 	waitFor("the pool did not refill", full)
 
+	// The same image under another name (a repository's devcontainer.json
+	// names its template by its content): t1's pooled workspaces serve it.
+	tpls.set(template.Template{Name: "dc-same", Ref: "patina-template:dc-same", ImageID: "sha256:one", Spec: template.Spec{Env: map[string]string{"FROM_T": "one"}}})
+	taken = m.poolTaken.Load()
+	if ws, err := m.Create(ctx, CreateRequest{Name: "alias", Template: "dc-same"}); err != nil || m.poolTaken.Load() != taken+1 || ws.Template != "dc-same" || ws.Image != "patina-template:dc-same" {
+		t.Fatalf("a create of t1's image under another name: %+v, %v (pool taken %d)", ws, err, m.poolTaken.Load()-taken)
+	}
+	waitFor("the pool did not refill", full)
+
 	// Rebuilt since: its pooled workspaces are of the old image.
 	tpls.set(template.Template{Name: "t1", Ref: "patina-template:t1", ImageID: "sha256:two"})
 	taken = m.poolTaken.Load()
@@ -255,5 +265,86 @@ func TestPoolPerTemplate(t *testing.T) {
 	}
 	if m.poolTaken.Load() != taken {
 		t.Fatal("a create of a missing template took a pooled workspace")
+	}
+}
+
+// TestPoolRepository: a repository create takes a pooled workspace: its
+// branch is made with the pooled workspace's id, the base's objects are
+// shipped to it (no host directory or object store mounted: its
+// container was made before the repository was named), and diff and merge
+// work as for any workspace. A create the repository refuses (a base it
+// does not have, a branch already there) gets the repository's answer and
+// costs no pooled workspace; delete takes the branch.
+func TestPoolRepository(t *testing.T) {
+	eng := newFakeEngine(t)
+	m, err := New(Config{StateDir: t.TempDir(), DefaultImage: "img", AdoptWait: 2 * time.Second, InterruptGrace: 200 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler), WarmPool: 2}, eng, fakeImages{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	<-m.Adopt()
+	full := func() {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for m.Pool().Ready < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool did not fill: %+v", m.Pool())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	full()
+	ctx := context.Background()
+	repo := gitRepo(t)
+	gitOut(t, repo, "branch", "patina/kept")
+
+	for _, tc := range []struct {
+		req  CreateRequest
+		kind error
+	}{
+		{CreateRequest{Name: "nobase", Repo: repo, Base: "no-such-branch"}, ErrInvalid},
+		{CreateRequest{Name: "kept", Repo: repo}, ErrConflict},
+	} {
+		_, err := m.Create(ctx, tc.req)
+		if Kind(err) != tc.kind {
+			t.Fatalf("create %s: %v (want %v)", tc.req.Name, err, tc.kind)
+		}
+		if m.poolTaken.Load() != 0 || m.Pool().Ready != 2 {
+			t.Fatalf("a create the repository refused cost a pooled workspace: %+v", m.Pool())
+		}
+	}
+
+	ws, err := m.Create(ctx, CreateRequest{Name: "r", Repo: repo, Env: map[string]string{"MINE": "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.poolTaken.Load() != 1 || ws.Branch != "patina/r" || ws.Worktree != "" {
+		t.Fatalf("a repository create: %+v (pool taken %d)", ws, m.poolTaken.Load())
+	}
+	c := eng.container(t, ws.ID)
+	if c.spec.Files != "" || len(c.spec.Mounts) != 0 {
+		t.Fatalf("exp no host directory or objects mounted, got files %q mounts %+v", c.spec.Files, c.spec.Mounts)
+	}
+	dir := filepath.Join(c.dir, "workspace")
+	if got := out(t, m, "r", DefaultSession, "cd "+dir+" && git log --format=%s && git branch --show-current && echo $MINE"); got != "init\npatina/r\nr\n" {
+		t.Fatalf("the pooled workspace given the repository: %q", got)
+	}
+	out(t, m, "r", DefaultSession, "cd "+dir+" && echo pooled > p.txt && git add p.txt && git commit -qm pooled")
+	d, err := m.Diff(ctx, "r")
+	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "p.txt" {
+		t.Fatalf("diff: %+v %v", d, err)
+	}
+	if _, err := m.Merge(ctx, "r", MergeRequest{Commit: d.Commit}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitOut(t, repo, "show", "main:p.txt"); got != "pooled" {
+		t.Fatalf("exp the workspace's file merged, got %q", got)
+	}
+	if err := m.Delete(ctx, "r", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitOut(t, repo, "branch", "--list", "patina/r"); got != "" {
+		t.Fatalf("the branch survived: %q", got)
 	}
 }
