@@ -31,7 +31,7 @@ func poolFills(log, tpl string) int {
 // a merge. As an attacker in it: the objects it was shipped are its base's
 // only (a commit of the user's on another branch is not readable through
 // any object directory in the workspace); the next user's pooled
-// workspace has none of its files, processes or env. A create the
+// workspace has none of its files, processes or env. It forks. A create the
 // repository refuses costs no pooled workspace. A repository workspace of
 // the pool survives a kill -9 of the sidecar with its uncommitted work.
 func TestWarmPoolRepository(t *testing.T) {
@@ -114,6 +114,15 @@ func TestWarmPoolRepository(t *testing.T) {
 	d, err := h.Client.Diff(ctx, "user-a")
 	if err != nil || len(d.Files) != 2 {
 		t.Fatalf("diff of the pooled repository workspace: %+v, %v", d, err)
+	}
+
+	// A fork of it: its files and commits, its own branch.
+	f, err := h.Client.ForkWorkspace(ctx, "user-a", client.ForkWorkspaceRequest{Name: "a-fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Out("a-fork", "default", "cd /workspace && cat wip.txt && git log -1 --format=%s && git branch --show-current"); got != "wip\nfrom-a\npatina/a-fork\n" || f.Branch != "patina/a-fork" {
+		t.Fatalf("the fork of a pooled repository workspace: %q (%+v)", got, f)
 	}
 
 	// The next user's pooled workspace: none of a's.

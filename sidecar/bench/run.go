@@ -225,7 +225,7 @@ func (r *runner) measure(ctx context.Context, rep *Report) error {
 		return err
 	}
 
-	r.progress("create of a workspace of a repository with a devcontainer.json: the first (builds its template), a second (starts from it)")
+	r.progress("create of a workspace of a repository with a devcontainer.json: the first (builds its template), a second from its template's warm pool, a second without")
 	if rep.Devcontainer, err = r.devcontainer(ctx); err != nil {
 		return err
 	}

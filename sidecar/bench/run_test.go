@@ -86,6 +86,9 @@ func TestRunTiny(t *testing.T) {
 	if rc := rep.RepoCreate; rc.Files != 50 || rc.PackBytes < 1<<20 || rc.FirstMS <= 0 || rc.SecondMS <= 0 || rc.LaterMS <= 0 {
 		t.Errorf("unexpected repository create figures: %+v", rc)
 	}
+	if dc := rep.Devcontainer; dc.FirstMS <= 0 || dc.SecondMS <= 0 || dc.PooledMS <= 0 || dc.Ratio <= 0 || dc.NoPoolRatio <= 0 {
+		t.Errorf("unexpected devcontainer figures: %+v", dc)
+	}
 	if m := rep.Memory; m.Execs != 3 || m.OutputBytes != 1<<20 || m.Connections != 20 || m.BaseBytes <= 0 ||
 		m.OutputsPeakBytes < m.BaseBytes || m.ForwardsPeakBytes <= 0 || m.OutputsMS <= 0 {
 		t.Errorf("unexpected memory figures: %+v", m)
