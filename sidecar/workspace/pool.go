@@ -373,8 +373,14 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		// pooled workspace, untouched, goes back.
 		if err := m.attachRepo(ctx, w, req, name); err != nil {
 			p.mu.Lock()
-			p.ready = append([]*workspace{w}, p.ready...)
+			back := p.released[w.template()] == 0 // else its template is being removed
+			if back {
+				p.ready = append([]*workspace{w}, p.ready...)
+			}
 			p.mu.Unlock()
+			if !back {
+				m.discardPooled(w)
+			}
 			return Info{}, true, err
 		}
 	}
