@@ -51,6 +51,10 @@ const poolFillers = 2
 
 type pooledKey struct{}
 
+// errPooledGone: a pooled workspace taken out was deleted meanwhile (the
+// pool drained at Close).
+var errPooledGone = errors.New("the pooled workspace is gone")
+
 // pool holds the pooled workspaces ready to be taken.
 type pool struct {
 	// want is how many to keep of each template ("": the default image).
@@ -371,9 +375,21 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		// Its branch first: a create the repository refuses (a name or
 		// base it will not take) gets the repository's answer, and the
 		// pooled workspace, untouched, goes back.
-		if err := m.attachRepo(ctx, w, req, name); err != nil {
+		attached, err := m.attachRepo(ctx, w, req, name)
+		switch {
+		case errors.Is(err, errPooledGone):
+			return Info{}, false, nil // the create makes its own
+		case err != nil && !attached:
 			p.mu.Lock()
-			back := p.released[w.template()] == 0 // else its template is being removed
+			tpl, have := w.template(), 0
+			for _, c := range p.ready {
+				if c.template() == tpl {
+					have++
+				}
+			}
+			// Not while its template is being removed, nor beyond the
+			// pool's size (a fill may have replaced it meanwhile).
+			back := p.released[tpl] == 0 && have+p.filling[tpl] < p.want[tpl]
 			if back {
 				p.ready = append([]*workspace{w}, p.ready...)
 			}
@@ -382,25 +398,39 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 				m.discardPooled(w)
 			}
 			return Info{}, true, err
+		case err != nil:
+			// Its record could not be saved: gone (with its branch)
+			// before the create makes its own of that name.
+			m.log.Warn("pool: give a pooled workspace the create's repository; making one instead", "workspace_id", w.id(), "err", err)
+			m.deletePooled(w)
+			return Info{}, false, nil
 		}
 	}
 	defer p.kick()
 	// The request's own settings first, while it is still hidden: a
 	// failure discards it and the create makes its own.
-	if err := w.changeLocked(ctx, func(ctx context.Context) error {
-		if req.Repo != "" {
-			if err := w.gitInit(ctx, false); err != nil {
-				return err
-			}
+	err := w.changeLocked(ctx, func(ctx context.Context) error { return m.applyToPooled(ctx, w, req) })
+	if err == nil && req.Repo != "" {
+		// Its base's history, after its policy, under the create's own
+		// deadline (ship.go's: a large history takes longer than a
+		// lifecycle change may), as any repository create's.
+		var unlock func()
+		if unlock, err = w.lock(ctx); err == nil {
+			err = w.gitInit(ctx, false)
+			unlock()
 		}
-		return m.applyToPooled(ctx, w, req)
-	}); err != nil {
-		m.log.Warn("pool: give a pooled workspace the create's settings; making one instead", "workspace_id", w.meta.ID, "err", err)
-		m.dropSecrets(w.meta.ID)
-		m.discardPooled(w)
+	}
+	if err != nil {
+		m.log.Warn("pool: give a pooled workspace the create's settings; making one instead", "workspace_id", w.id(), "err", err)
+		m.dropSecrets(w.id())
+		if req.Repo != "" {
+			m.deletePooled(w) // its branch gone before the create makes its own
+		} else {
+			m.discardPooled(w)
+		}
 		return Info{}, false, nil
 	}
-	err := w.changeLocked(ctx, func(ctx context.Context) error {
+	err = w.changeLocked(ctx, func(ctx context.Context) error {
 		w.mu.Lock()
 		old := w.meta.Name
 		w.meta.Name = name
@@ -425,22 +455,31 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 		return Info{}, true, err
 	}
 	m.poolTaken.Add(1)
-	w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s, from the warm pool)", name, w.meta.Image)})
+	if req.Repo == "" { // the worktree package logs a repository workspace's creation
+		w.log.add(worktree.Event{Kind: worktree.EventCreated, Message: fmt.Sprintf("workspace %s (image %s, from the warm pool)", name, w.meta.Image)})
+	}
 	m.log.Info("workspace created from the warm pool", "workspace_id", w.meta.ID, "name", name)
 	return w.view(), true, nil
 }
 
 // attachRepo makes a repository create's branch (patina/<name>, at its
 // base) for a pooled workspace, with the pooled workspace's id, and makes
-// the workspace that repository's. Its files are in its own volume and its
+// the workspace that repository's (saved: a restart that finds it pooled
+// deletes its branch with it). Its files are in its own volume and its
 // base's objects are shipped to it by gitInit (ship.go), as on an engine
 // of another host: its container was made before the repository was
-// named. Nothing is done to the workspace when the repository refuses.
-func (m *Manager) attachRepo(ctx context.Context, w *workspace, req CreateRequest, name string) error {
+// named. attached false: nothing was done to the workspace (the
+// repository refused, or it was deleted meanwhile: the pool drained).
+func (m *Manager) attachRepo(ctx context.Context, w *workspace, req CreateRequest, name string) (attached bool, err error) {
 	r, err := m.repo(ctx, req.Repo)
 	if err != nil {
-		return repoError(req.Repo, err)
+		return false, repoError(req.Repo, err)
 	}
+	unlock, err := w.lock(ctx)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", errPooledGone, err)
+	}
+	defer unlock()
 	w.mu.Lock()
 	id := w.meta.ID
 	w.mu.Unlock()
@@ -449,7 +488,7 @@ func (m *Manager) attachRepo(ctx context.Context, w *workspace, req CreateReques
 		err = fieldError("base", err) // a field names nothing: 400, not 404
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	w.mu.Lock()
 	w.repo = r
@@ -466,7 +505,7 @@ func (m *Manager) attachRepo(ctx context.Context, w *workspace, req CreateReques
 	if old != nil {
 		old.close()
 	}
-	return nil
+	return true, w.save(ctx)
 }
 
 // applyToPooled gives a pooled workspace, still hidden, the create's
@@ -584,13 +623,18 @@ func (m *Manager) ReleaseTemplate(ctx context.Context, name string) func() {
 // template is still under way.
 const poolWaitStep = 50 * time.Millisecond
 
-// discardPooled deletes a pooled workspace taken out and not given.
-func (m *Manager) discardPooled(w *workspace) {
-	go func() {
-		ctx, cancel := context.WithTimeout(m.bg, lifecycleTimeout)
-		defer cancel()
-		_ = w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) })
-	}()
+// discardPooled deletes a pooled workspace taken out and not given, in
+// the background.
+func (m *Manager) discardPooled(w *workspace) { go m.deletePooled(w) }
+
+// deletePooled deletes a pooled workspace taken out and not given (with
+// the branch a repository create made for it).
+func (m *Manager) deletePooled(w *workspace) {
+	ctx, cancel := context.WithTimeout(m.bg, lifecycleTimeout)
+	defer cancel()
+	if err := w.changeLocked(ctx, func(ctx context.Context) error { return w.delete(ctx, false) }); err != nil {
+		m.log.Warn("pool: delete a pooled workspace not given out", "workspace_id", w.id(), "err", err)
+	}
 }
 
 // drainPoolTimeout bounds deleting the pool at Close.
