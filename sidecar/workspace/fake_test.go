@@ -36,8 +36,9 @@ type fakeEngine struct {
 
 	mu         sync.Mutex
 	containers map[string]*fakeContainer
-	// blockInspect makes Inspect of these workspace ids wait for ctx.
-	blockInspect map[string]bool
+	// blockInspect makes Inspect of these workspace ids wait for ctx;
+	// blockStop makes Stop of them wait for ctx.
+	blockInspect, blockStop map[string]bool
 	// hostile makes StartAgent of these workspace ids start a fake agent
 	// answering garbage.
 	hostile map[string]bool
@@ -69,7 +70,7 @@ type fakeAgent struct {
 }
 
 func newFakeEngine(t *testing.T) *fakeEngine {
-	e := &fakeEngine{t: t, root: t.TempDir(), containers: map[string]*fakeContainer{}, blockInspect: map[string]bool{}, hostile: map[string]bool{}}
+	e := &fakeEngine{t: t, root: t.TempDir(), containers: map[string]*fakeContainer{}, blockInspect: map[string]bool{}, blockStop: map[string]bool{}, hostile: map[string]bool{}}
 	t.Cleanup(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -171,8 +172,16 @@ func (e *fakeEngine) stopLocked(c *fakeContainer, killShells bool) {
 
 func (e *fakeEngine) Stop(ctx context.Context, id string, _ time.Duration) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	c, err := e.get(id)
+	block := err == nil && e.blockStop[c.wsid]
+	e.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, err = e.get(id)
 	if err != nil {
 		return err
 	}

@@ -69,11 +69,18 @@ func (m *Manager) idleCheckEvery() time.Duration {
 	return defaultIdleCheck
 }
 
+// idleReapers bounds the idle stops under way at once. Each workspace's
+// runs on its own: one slow to pause or stop (an engine call waiting on
+// its container, an agent slow to answer) holds one of them, and the
+// others are stopped meanwhile.
+const idleReapers = 8
+
 // reapIdle stops, every idleCheckEvery, the running workspaces idle for
 // longer than their idle_stop, until ctx ends.
 func (m *Manager) reapIdle(ctx context.Context) {
 	t := time.NewTicker(m.idleCheckEvery())
 	defer t.Stop()
+	slots := make(chan struct{}, idleReapers)
 	for {
 		select {
 		case <-ctx.Done():
@@ -81,9 +88,24 @@ func (m *Manager) reapIdle(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, w := range m.all() {
-			if !w.isPooled() { // a pooled one waits started: that is its point
-				w.maybeIdleStop(ctx)
+			// A pooled one waits started: that is its point. One whose
+			// idle stop is under way is left to it.
+			if w.isPooled() || !w.reaping.CompareAndSwap(false, true) {
+				continue
 			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				w.reaping.Store(false)
+				return
+			}
+			go func() {
+				defer func() {
+					<-slots
+					w.reaping.Store(false)
+				}()
+				w.maybeIdleStop(ctx)
+			}()
 		}
 	}
 }

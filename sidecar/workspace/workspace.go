@@ -46,6 +46,8 @@ type workspace struct {
 	fwd     map[int]*forward   // forwarded ports, by port inside
 	// lastActive is the time of the last activity (unix ns), for idle stop.
 	lastActive atomic.Int64
+	// reaping: the idle reaper is looking at it (reapIdle).
+	reaping atomic.Bool
 	// tunnels counts the connections open through all of its forwards.
 	tunnels atomic.Int32
 	// reviewMu serialises reads and writes of review.json (review.go).
