@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/patina-dev/patina/sidecar/client"
@@ -81,6 +82,12 @@ func (s *Service) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
 	if s.tpl == nil {
 		writeError(w, fmt.Errorf("%w: this sidecar makes no templates", workspace.ErrUnsupported))
+		return
+	}
+	// A workspace of it refuses the removal before its pool is touched
+	// (Docker's refusal would come after the pool's workspaces were gone).
+	if users := s.mgr.TemplateUsers(r.PathValue("name")); len(users) > 0 {
+		writeError(w, fmt.Errorf("%w: template %s: workspace %s uses it; delete it first", template.ErrInUse, r.PathValue("name"), strings.Join(users, ", ")))
 		return
 	}
 	// Its pooled workspaces first (their containers hold its image).

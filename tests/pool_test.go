@@ -2,7 +2,9 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -236,10 +238,19 @@ func TestWarmPoolTemplate(t *testing.T) {
 	if got := h.Out("user-b", "default", "ls /workspace; echo A_VAR=$A_VAR MINE=$MINE"); got != "f.txt\nA_VAR= MINE=\n" {
 		t.Fatalf("user b's workspace of the template after user a: %q", got)
 	}
+	// In use by user-b: refused, and its pool is left alone.
+	pooled(3)
+	before := ofTemplate()
+	var apiErr *client.APIError
+	if err := h.Client.DeleteTemplate(ctx, name); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict || !strings.Contains(apiErr.Message, "user-b") {
+		t.Fatalf("template rm while user-b uses it: %v, want a 409 naming user-b", err)
+	}
+	if n := ofTemplate(); n != before || n != 2 || strings.Count(h.Logs(), "template="+name+" ready=") != 3 {
+		t.Fatalf("a refused template rm touched its pool: %d containers of it (before %d; want user-b's and the pooled one)", n, before)
+	}
 	if err := h.Client.DeleteWorkspace(ctx, "user-b", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pooled(3)
 
 	// The template goes with its pooled workspace, and stays gone.
 	if err := h.Client.DeleteTemplate(ctx, name); err != nil {

@@ -568,6 +568,22 @@ func (m *Manager) applyToPooled(ctx context.Context, w *workspace, req CreateReq
 	return w.save(ctx)
 }
 
+// TemplateUsers names, sorted, the workspaces made of template name that
+// were given out (not pooled ones): removing the template while one of
+// them is there is refused without touching its pool.
+func (m *Manager) TemplateUsers(name string) []string {
+	var out []string
+	for _, w := range m.all() {
+		w.mu.Lock()
+		if !w.meta.Pooled && !w.deleted && w.meta.Template == name {
+			out = append(out, w.meta.Name)
+		}
+		w.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ReleaseTemplate deletes the template's pooled workspaces, and fills
 // none of it until the returned func is called: the template can then be
 // removed (a pooled workspace's container would hold its image).

@@ -200,6 +200,9 @@ func TestPoolPerTemplate(t *testing.T) {
 	if got := out(t, m, "a", DefaultSession, "echo $FROM_T $MINE"); got != "one a\n" {
 		t.Fatalf("t1's pooled workspace given out: %q (want the template's env and the create's)", got)
 	}
+	if users := m.TemplateUsers("t1"); len(users) != 1 || users[0] != "a" {
+		t.Fatalf("t1's users: %v (want a, not its pooled ones)", users)
+	}
 	if ws, err := m.Create(ctx, CreateRequest{Name: "b"}); err != nil || m.poolTaken.Load() != taken+2 || ws.Template != "" || ws.Image != "img" {
 		t.Fatalf("a create of the default image: %+v, %v (pool taken %d)", ws, err, m.poolTaken.Load()-taken)
 	}
