@@ -27,16 +27,7 @@ func TestPoolFillsAFewAtATime(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 	<-m.Adopt() // the pool starts once adoption is done
-	full := func() {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for m.Pool().Ready < 6 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the pool did not fill: %+v", m.Pool())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	full := func() { t.Helper(); waitPoolFull(t, m, 6) }
 	full()
 	if got := eng.maxCreating.Load(); got > poolFillers || got < 1 {
 		t.Fatalf("%d creates were under way at once while the pool filled (at most %d)", got, poolFillers)
@@ -106,6 +97,18 @@ func TestPoolFillsAFewAtATime(t *testing.T) {
 	}
 	if got := eng.maxCreating.Load(); got > poolFillers {
 		t.Fatalf("%d creates were under way at once while the pool refilled (at most %d)", got, poolFillers)
+	}
+}
+
+// waitPoolFull waits until m's pool has n workspaces ready.
+func waitPoolFull(t *testing.T, m *Manager, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for m.Pool().Ready < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not fill: %+v", m.Pool())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -287,16 +290,7 @@ func TestPoolRepository(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 	<-m.Adopt()
-	full := func() {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for m.Pool().Ready < 2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the pool did not fill: %+v", m.Pool())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	full := func() { t.Helper(); waitPoolFull(t, m, 2) }
 	full()
 	ctx := context.Background()
 	repo := gitRepo(t)
