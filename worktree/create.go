@@ -57,7 +57,6 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 	if err != nil {
 		return Workspace{}, err
 	}
-	id, name := newIdentity()
 	if req.ID != "" {
 		if !isUUID(req.ID) {
 			return Workspace{}, fmt.Errorf("id %q is not a uuid", req.ID)
@@ -67,8 +66,8 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 				return Workspace{}, fmt.Errorf("%w: workspace id %s", ErrExists, req.ID)
 			}
 		}
-		id = req.ID
 	}
+	id, name := newIdentity()
 	if req.Name != "" {
 		name = req.Name
 		if err := r.checkFree(ctx, name, existing); err != nil {
@@ -84,10 +83,10 @@ func (r *Repo) create(ctx context.Context, req CreateRequest) (Workspace, error)
 				return Workspace{}, err
 			}
 			id, name = newIdentity()
-			if req.ID != "" {
-				id = req.ID
-			}
 		}
+	}
+	if req.ID != "" {
+		id = req.ID
 	}
 
 	baseCommit, baseRef, err := r.resolveBase(ctx, req.Base)
