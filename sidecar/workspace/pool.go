@@ -110,21 +110,29 @@ func (p *pool) next() (string, bool) {
 	if total >= poolFillers {
 		return "", false
 	}
-	have := map[string]int{}
-	for _, w := range p.ready {
-		have[w.template()]++
-	}
-	best, short := "", 0
+	best, most := "", 0
 	now := time.Now()
 	for _, name := range slices.Sorted(maps.Keys(p.want)) {
 		if p.released[name] > 0 || now.Before(p.retryAt[name]) {
 			continue
 		}
-		if d := p.want[name] - have[name] - p.filling[name]; d > short {
-			best, short = name, d
+		if d := p.short(name); d > most {
+			best, most = name, d
 		}
 	}
-	return best, short > 0
+	return best, most > 0
+}
+
+// short is how many workspaces of template tpl the pool lacks, counting
+// those being made. Called with p.mu held.
+func (p *pool) short(tpl string) int {
+	n := p.want[tpl] - p.filling[tpl]
+	for _, w := range p.ready {
+		if w.template() == tpl {
+			n--
+		}
+	}
+	return n
 }
 
 // PoolStatus reports the warm pool.
@@ -381,15 +389,10 @@ func (m *Manager) takePooled(ctx context.Context, req CreateRequest) (Info, bool
 			return Info{}, false, nil // the create makes its own
 		case err != nil && !attached:
 			p.mu.Lock()
-			tpl, have := w.template(), 0
-			for _, c := range p.ready {
-				if c.template() == tpl {
-					have++
-				}
-			}
 			// Not while its template is being removed, nor beyond the
 			// pool's size (a fill may have replaced it meanwhile).
-			back := p.released[tpl] == 0 && have+p.filling[tpl] < p.want[tpl]
+			tpl := w.template()
+			back := p.released[tpl] == 0 && p.short(tpl) > 0
 			if back {
 				p.ready = append([]*workspace{w}, p.ready...)
 			}
