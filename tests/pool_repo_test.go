@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -45,16 +44,7 @@ func TestWarmPoolRepository(t *testing.T) {
 		".devcontainer/Dockerfile": "FROM patina/base:bookworm\n# " + name + "\nRUN echo built > /opt/built\n",
 	})
 	// A commit of the user's that no workspace's base reaches.
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return strings.TrimSpace(gitIn(t, dir, args...)) }
 	git(repo, "checkout", "-q", "-b", "private")
 	commitFiles(t, repo, map[string]string{"secret.txt": "private-" + name + "\n"})
 	secret := git(repo, "rev-parse", "HEAD")
