@@ -355,7 +355,8 @@ func TestAgentBinaryFlag(t *testing.T) {
 // shipped with --agent-binary: workspaces run on it as on patina itself
 // (init, agent, sessions that keep their state, a fork's copy), and it is
 // the binary in their agent volume. Its size and the idle agent's RSS are
-// logged beside patina's.
+// logged beside patina's. Beside patina, with no --agent-binary, it is
+// what serve ships.
 func TestSmallAgentBinary(t *testing.T) {
 	RequireDocker(t)
 	dc := dockerClient(t)
@@ -409,4 +410,28 @@ func TestSmallAgentBinary(t *testing.T) {
 	if !strings.Contains(rss, "VmRSS") {
 		t.Fatalf("no agent process found in the workspace: %q", rss)
 	}
+
+	// Beside patina (as `go install ./sidecar/cmd/...` leaves them), it is
+	// serve's default: no --agent-binary.
+	dir := t.TempDir()
+	for from, to := range map[string]string{Binary(t): "patina", small: "patina-agent"} {
+		if err := copyFile(from, filepath.Join(dir, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hd := StartBinary(t, filepath.Join(dir, "patina"), t.TempDir(), "e2e-slim-default", nil, nil)
+	hd.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "slim-default"})
+	checkRealAgent(t, hd, "slim-default", sum)
+	if got := hd.Out("slim-default", "default", "echo $((6*7))"); got != "42\n" {
+		t.Fatalf("exec on the default patina-agent: %q", got)
+	}
+}
+
+// copyFile copies from to to, executable.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }

@@ -45,6 +45,9 @@ type DensityReport struct {
 	MemoryBytes    int64 `json:"memory_bytes"`
 	MaxMemoryBytes int64 `json:"max_memory_bytes"`
 	MemorySamples  int   `json:"memory_samples"`
+	// NoCacheBytes is the mean of the same containers' usage less all of
+	// their page cache (IdleWorkspace.NoCacheBytes).
+	NoCacheBytes int64 `json:"no_cache_bytes"`
 	// HostBytesPerWorkspace is this host's MemAvailable before the creates
 	// less after, divided by Created: what each costs the host, kernel
 	// and engine included.
@@ -103,17 +106,19 @@ func Density(ctx context.Context, o HostOptions) (DensityReport, error) {
 		return rep, err
 	}
 	step := max(1, len(ws)/densityMemorySamples)
-	var sum int64
+	var sum, sumNoCache int64
 	for i := 0; i < len(ws); i += step {
 		m, err := containerMemory(ctx, o.API, ws[i].ContainerID)
 		if err != nil {
 			return rep, err
 		}
-		sum += m
-		rep.MaxMemoryBytes = max(rep.MaxMemoryBytes, m)
+		sum += m.Stats
+		sumNoCache += m.NoCache
+		rep.MaxMemoryBytes = max(rep.MaxMemoryBytes, m.Stats)
 		rep.MemorySamples++
 	}
 	rep.MemoryBytes = sum / int64(rep.MemorySamples)
+	rep.NoCacheBytes = sumNoCache / int64(rep.MemorySamples)
 
 	fmt.Fprintf(o.Progress, "bench: density: one exec in each\n")
 	ds := make([]time.Duration, 0, len(ws))
@@ -226,12 +231,14 @@ func (r DensityReport) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, `idle workspaces created             %s   %s
 idle workspace memory (docker stats) mean %s, largest %s (%d read)   target ≤ %s   %s
+  less all its page cache           mean %s   target ≤ %s   %s
 this host's memory per workspace    %s (MemAvailable before − after ÷ created; %s left)
 the sidecar's RSS with them         %s
 one exec in each, after idling      p50 %s, p99 %s, max %s; over 1 s: %d, failed: %d   target all ≤ 1 s   %s
 `,
 		created, verdict(r.Created == r.Workspaces),
 		fmtBytes(r.MemoryBytes), fmtBytes(r.MaxMemoryBytes), r.MemorySamples, fmtBytes(TargetIdleWorkspaceBytes), verdict(r.MemoryBytes > 0 && r.MemoryBytes <= TargetIdleWorkspaceBytes),
+		fmtBytes(r.NoCacheBytes), fmtBytes(TargetIdleWorkspaceBytes), verdict(r.NoCacheBytes > 0 && r.NoCacheBytes <= TargetIdleWorkspaceBytes),
 		fmtBytes(r.HostBytesPerWorkspace), fmtBytes(r.HostAvailableBytes),
 		fmtBytes(r.SidecarRSSBytes),
 		fmtMS(r.Exec.P50MS), fmtMS(r.Exec.P99MS), fmtMS(r.Exec.MaxMS), r.Slow, r.ExecErrors, verdict(r.Created > 0 && r.Slow == 0 && r.ExecErrors == 0))

@@ -39,7 +39,7 @@ func TestDensityTiny(t *testing.T) {
 	if rep.Created != 3 || rep.CreateError != "" || rep.ExecErrors != 0 || rep.Exec.Samples != 3 {
 		t.Errorf("exp 3 created and 3 execs, got %+v", rep)
 	}
-	if rep.MemorySamples != 3 || rep.MemoryBytes <= 0 || rep.MaxMemoryBytes < rep.MemoryBytes {
+	if rep.MemorySamples != 3 || rep.MemoryBytes <= 0 || rep.MaxMemoryBytes < rep.MemoryBytes || rep.NoCacheBytes <= 0 || rep.NoCacheBytes > rep.MemoryBytes {
 		t.Errorf("inconsistent memory figures: %+v", rep)
 	}
 	if rep.SidecarRSSBytes <= 0 || rep.HostAvailableBytes <= 0 {

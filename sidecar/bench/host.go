@@ -20,9 +20,9 @@ type HostOptions struct {
 	// image (default image.DefaultTag).
 	Binary string
 	Image  string
-	// AgentBinary, when set, is the agent the sidecar ships to its
-	// workspaces (serve --agent-binary: patina-agent, say) in place of
-	// Binary.
+	// AgentBinary is the agent the sidecar ships to its workspaces (serve
+	// --agent-binary; default serve's: patina-agent beside Binary when
+	// there is one that speaks its protocol, else Binary).
 	AgentBinary string
 	// Workspaces is how many workspaces the measurement makes (required).
 	Workspaces int
@@ -68,9 +68,7 @@ func (o HostOptions) startOwn(ctx context.Context, what string, extra ...string)
 		return nil, nil, err
 	}
 	stateDir := filepath.Join(root, "state")
-	if o.AgentBinary != "" {
-		extra = append(extra, "--agent-binary", o.AgentBinary)
-	}
+	extra = append(extra, "--agent-binary", cmp.Or(o.AgentBinary, defaultAgent(ctx, o.Binary)))
 	p, err = startSidecar(ctx, o.Binary, stateDir, filepath.Join(root, "serve.log"), o.Image, o.StartTimeout, extra...)
 	if err != nil {
 		os.RemoveAll(root)

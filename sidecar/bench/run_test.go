@@ -65,7 +65,8 @@ func TestRunTiny(t *testing.T) {
 	if rep.HTTPExec.P50MS <= 0 || rep.DockerExec.P50MS <= 0 || rep.Speedup <= 0 || len(rep.Checks) != 12 {
 		t.Errorf("unexpected figures: %+v", rep)
 	}
-	if iw := rep.IdleWorkspace; iw.MemoryBytes <= 0 || iw.EngineMemoryBytes < iw.MemoryBytes || iw.Fit != iw.EngineMemoryBytes/iw.MemoryBytes {
+	if iw := rep.IdleWorkspace; iw.MemoryBytes <= 0 || iw.EngineMemoryBytes < iw.MemoryBytes || iw.Fit != iw.EngineMemoryBytes/iw.MemoryBytes ||
+		iw.NoCacheBytes <= 0 || iw.NoCacheBytes > iw.MemoryBytes || iw.Agent != filepath.Base(bin) {
 		t.Errorf("unexpected idle workspace figures: %+v", iw)
 	}
 	if rep.AgentRSSBytes <= 0 || rep.RSS.AfterLoadBytes <= 0 || rep.Stream.Bytes != 5<<20 || rep.Diff.MS <= 0 ||

@@ -143,9 +143,9 @@ func measureRuntime(ctx context.Context, o RuntimeOptions, root, name, host stri
 			rt.Exec, err = timeExecs(ctx, c, ws.ID, o.Samples)
 		}
 		if err == nil {
-			var m int64
+			var m memUse
 			if m, err = containerMemory(ctx, api, ws.ContainerID); err == nil {
-				mem += m
+				mem += m.Stats
 			}
 		}
 		_ = c.DeleteWorkspace(context.WithoutCancel(ctx), ws.ID, pclient.DeleteOptions{})

@@ -12,10 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	pcontainer "github.com/patina-dev/patina/sidecar/container"
 )
 
 // sidecarProc is a `patina serve` child process.
@@ -42,6 +45,16 @@ func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeo
 	return startSidecarEnv(ctx, nil, bin, stateDir, logPath, img, timeout, extra...)
 }
 
+// defaultAgent is the agent a sidecar started from bin ships when it is
+// given none (serve's own default): patina-agent beside bin when it speaks
+// this sidecar's protocol, else bin itself.
+func defaultAgent(ctx context.Context, bin string) string {
+	if slim, err := pcontainer.SlimAgentBeside(ctx, bin); err == nil {
+		return slim
+	}
+	return bin
+}
+
 // startSidecarEnv is startSidecar with more environment (DOCKER_HOST).
 func startSidecarEnv(ctx context.Context, env []string, bin, stateDir, logPath, img string, timeout time.Duration, extra ...string) (*sidecarProc, error) {
 	tok := make([]byte, 24)
@@ -58,6 +71,12 @@ func startSidecarEnv(ctx context.Context, env []string, bin, stateDir, logPath, 
 		logPath:  logPath,
 		stateDir: stateDir,
 		Token:    hex.EncodeToString(tok),
+	}
+	// The whole binary in the workspaces unless the phase names another:
+	// the port checks run its `agent test-server` there, and a patina-agent
+	// beside bin would otherwise be serve's default.
+	if !slices.Contains(extra, "--agent-binary") {
+		extra = append(extra, "--agent-binary", bin)
 	}
 	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", stateDir,
 		"--token", p.Token, "--image", img, "--log-level", "warn"}, extra...)...)

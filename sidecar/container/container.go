@@ -213,8 +213,12 @@ func New(api API, cfg Config) (*Docker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("find the patina binary to ship into workspaces: %w", err)
 		}
-		if cfg.Binary, err = defaultAgentBinary(runtime.GOOS, runtime.GOARCH, exe); err != nil {
+		var passed error
+		if cfg.Binary, passed, err = defaultAgentBinary(context.Background(), runtime.GOOS, runtime.GOARCH, exe); err != nil {
 			return nil, err
+		}
+		if passed != nil {
+			cfg.Logger.Warn("the workspaces get the whole patina binary, not the patina-agent beside it", "why", passed)
 		}
 	}
 	d := &Docker{api: api, cfg: cfg, log: cfg.Logger.With("component", "docker"), dupNetworkAge: time.Minute}
@@ -243,6 +247,7 @@ func New(api API, cfg Config) (*Docker, error) {
 	if err := d.agent.load(cfg.Binary); err != nil {
 		return nil, err
 	}
+	d.log.Info("the workspaces' agent", "binary", cfg.Binary)
 	if d.agent.dynamic {
 		d.log.Warn("the patina binary is dynamically linked: its agent runs only in workspace images with a compatible glibc (the default image has one); build it static for any image: CGO_ENABLED=0 go build ./sidecar/cmd/patina", "binary", cfg.Binary)
 	}

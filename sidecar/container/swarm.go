@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +119,15 @@ func NewSwarm(api SwarmAPI, cfg SwarmConfig) (*Swarm, error) {
 	}
 	if cfg.NodeSocket == "" {
 		cfg.NodeSocket = defaultNodeSocket
+	}
+	if cfg.Binary == "" && runtime.GOOS == "linux" {
+		// The whole binary, not a patina-agent beside it: the volume
+		// cleanup on the nodes runs `agent remove-volumes` from it.
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the patina binary to ship into workspaces: %w", err)
+		}
+		cfg.Binary = exe
 	}
 	local, err := New(api, Config{StateDir: cfg.StateDir, Binary: cfg.Binary, Transport: "netns", Logger: cfg.Logger})
 	if err != nil {

@@ -46,6 +46,8 @@ Commands:
   relay         relay standard input and output to the agent's socket
   copy FROM TO  copy a tree without following links (a fork's volumes)
   check-binary --sha256 HEX PATH   exit 0 if PATH has that sha256, 3 if not, 4 if absent
+  version       print "patina-agent VERSION protocol N" (N: the protocol it speaks
+                to a sidecar, which checks it before it ships this binary)
 `
 
 // Exit codes.
@@ -125,6 +127,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "patina-agent: "+err.Error())
 			return inside.ExitBinaryMissing
 		}
+	case "version":
+		if code, ok := parse(fs, args, 0); !ok {
+			return code
+		}
+		fmt.Fprintf(stdout, "patina-agent %s protocol %d\n", version, wire.ProtocolVersion)
 	default:
 		return usageError(stderr, fmt.Sprintf("unknown command %q", name))
 	}

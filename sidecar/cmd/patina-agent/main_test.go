@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/patina-dev/patina/internal/depcheck"
 	"github.com/patina-dev/patina/sidecar/agent/inside"
+	"github.com/patina-dev/patina/sidecar/agent/wire"
 )
 
 // TestLinksOnlyWhatRunsInside: nothing of the sidecar or the CLI; of
@@ -61,6 +63,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"agent", "pause", "--once"}, exitUsage, "--once needs a patina command after --"},
 		{[]string{"agent", "copy", "a"}, exitUsage, "takes 2 arguments, got 1"},
 		{[]string{"agent", "check-binary", "x"}, exitUsage, "--sha256 is required"},
+		{[]string{"agent", "version"}, exitOK, fmt.Sprintf("patina-agent dev protocol %d\n", wire.ProtocolVersion)},
+		{[]string{"agent", "version", "x"}, exitUsage, "takes 0 arguments, got 1"},
 	} {
 		code, out := runArgs(t, c.args...)
 		if code != c.code || !strings.Contains(out, c.want) {

@@ -177,7 +177,7 @@ it does not use a running sidecar, nor the global --addr, --token and
 	f.StringVar(&o.engine, "engine", "docker", "docker (this engine) or swarm (a workspace on this node against one on another node)")
 	f.StringVar(&o.nodeBinary, "node-binary", "", "--engine swarm: the patina binary's path on every node (default: serve's default)")
 	f.StringVar(&o.runscHost, "runsc-host", "", "compare the runtimes instead: a Docker engine (DOCKER_HOST form, unix:///run/gvisor-docker.sock) that has runsc registered; --samples and --create-samples apply (defaults there 300 and 3)")
-	f.StringVar(&o.agentBinary, "agent-binary", "", "with --density or --burst: the agent the measured sidecar ships to its workspaces (serve --agent-binary), e.g. patina-agent (the main run needs this whole binary in its workspaces for its port checks)")
+	f.StringVar(&o.agentBinary, "agent-binary", "", "with --density or --burst: the agent the measured sidecar ships to its workspaces (serve --agent-binary; default serve's: patina-agent beside this executable if there is one that fits, else this executable). The main run ships this whole binary (its port checks need it) except to its idle workspace, which gets serve's default")
 	f.IntVar(&o.density, "density", 0, "measure instead how many idle workspaces this host holds: create this many and time an exec in each (see above)")
 	f.IntVar(&o.burst, "burst", 0, "measure instead this many creates at once, with a warm pool as large and without (see above)")
 	f.StringVar(&o.nodeSocket, "swarm-node-socket", "", "--engine swarm: where every node's Docker socket is (default: serve's default), to remove the benchmark's volumes there")
