@@ -11,7 +11,9 @@
 //     the protocol of package wire, on an abstract unix socket
 //     (wire.SocketName) and, on a cluster, a TCP port.
 //   - The container's init (Pause, `agent pause`), PID 1: it reaps orphans
-//     and may keep the agent running.
+//     and may keep the agent running; one that starts the first agent once
+//     (--once) then becomes the image's bash (shellinit_linux.go), which
+//     reaps and waits for a fraction of a Go runtime's memory.
 //   - The relay (Relay, `agent relay`) a sidecar that cannot enter the
 //     container's network namespace reaches the agent through, by docker
 //     exec.

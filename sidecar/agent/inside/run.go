@@ -280,7 +280,9 @@ type PauseConfig struct {
 	// Docker engine gets its first agent that way, without the 0.1 s of a
 	// docker exec, and the sidecar starts any later one (through docker
 	// exec, as it always did), so that no two agents ever take turns
-	// killing each other.
+	// killing each other. Having started it, the init replaces itself
+	// with bash (execShellInit), which reaps and exits on SIGTERM or
+	// SIGINT as the init did; where it cannot (no bash), it stays.
 	Once bool
 }
 
@@ -324,6 +326,14 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 	}
 	if len(keep) > 0 {
 		start()
+	}
+	if cfg.Once && kept != 0 {
+		// Nothing is left to start: the init becomes a shell that only
+		// reaps and waits, for a fraction of this process's memory.
+		signal.Stop(sigs)
+		err := execShellInit()
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+		fmt.Fprintf(os.Stderr, "patina agent pause: stays the init (%v)\n", err)
 	}
 	for {
 		select {

@@ -1,0 +1,124 @@
+package inside
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const shellInitHelper = "PATINA_TEST_SHELL_INIT"
+
+// The init, once it has started its child (the agent), becomes bash: it
+// keeps no environment (the first agent's token was in the init's), reaps
+// that child when it ends though bash never started it, and exits 0 on
+// SIGTERM, as `agent pause` did.
+func TestExecShellInit(t *testing.T) {
+	if os.Getenv(shellInitHelper) == "1" {
+		shellInitHelperMain()
+		return
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash here: the init stays itself where there is none")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExecShellInit$")
+	cmd.Env = append(os.Environ(), shellInitHelper+"=1", "PATINA_AGENT_TOKEN=secret-of-the-first-agent")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pid := cmd.Process.Pid
+	proc := fmt.Sprintf("/proc/%d/", pid)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(proc + "cmdline")
+		if strings.HasPrefix(string(b), shellInitName+"\x00-c\x00") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the helper ended before it became bash: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("not bash after 30 s: cmdline %q\n%s", b, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if env, err := os.ReadFile(proc + "environ"); err != nil || len(env) != 0 {
+		t.Errorf("exp an empty environment, got %q %v", env, err)
+	}
+	// Its child (a 0.2 s sleep, started before the exec) ends and is reaped.
+	deadline = time.Now().Add(30 * time.Second)
+	for len(childrenOf(t, pid)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("its child is not reaped: %v", childrenOf(t, pid))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exp exit 0 on SIGTERM, got %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running 30 s after SIGTERM\n%s", out.String())
+	}
+}
+
+// shellInitHelperMain is the init's part: take the token out as Pause
+// does, start a short child, become bash.
+func shellInitHelperMain() {
+	if tok, _ := takeSecretEnv("PATINA_AGENT_TOKEN", false); tok == "" {
+		fmt.Println("no token in the helper's environment")
+		os.Exit(3)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err == nil {
+		var p *os.Process
+		if p, err = os.StartProcess(sleep, []string{"sleep", "0.2"}, &os.ProcAttr{Files: []*os.File{nil, os.Stdout, os.Stderr}}); err == nil {
+			_ = p.Release()
+			err = execShellInit()
+		}
+	}
+	fmt.Println("execShellInit:", err)
+	os.Exit(3)
+}
+
+// childrenOf lists the pids whose parent is pid (zombies included).
+func childrenOf(t *testing.T, pid int) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil { // ended meanwhile
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(b)
+		rest := s[strings.LastIndexByte(s, ')')+1:]
+		fields := strings.Fields(rest)
+		if len(fields) >= 2 && fields[1] == strconv.Itoa(pid) {
+			kids = append(kids, strings.TrimSpace(s[:strings.IndexByte(s, ' ')])+" "+fields[0])
+		}
+	}
+	return kids
+}
