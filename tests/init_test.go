@@ -4,12 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	pclient "github.com/patina-dev/patina/sidecar/client"
 )
 
-// A workspace's init, once it has started the first agent, is a bash that
-// only reaps and waits (agent pause --once, then patina-init). Root in the
+// A workspace's init, a while after it started the first agent, is a bash
+// that only reaps and waits (agent pause --once, then patina-init). Root in the
 // workspace, as an attacker: reads its environment (the first agent's
 // token was in the init's) and finds nothing; leaves orphans, which are
 // reaped (no zombie fills the workspace's pids); sends it every signal a
@@ -20,10 +21,16 @@ func TestHostileInit(t *testing.T) {
 	h := Start(t)
 	ws := h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "init"})
 	h.CreateWorkspace(pclient.CreateWorkspaceRequest{Name: "bystander"})
+	// The init becomes bash 2 s after it started the agent (inside's
+	// shellInitDelay): polled, with a deadline.
 	checkInit := func(when string) {
 		t.Helper()
-		got := h.Out("init", "default", `tr '\0' ' ' </proc/1/cmdline | cut -c1-40; echo; wc -c </proc/1/environ`)
-		if !strings.HasPrefix(got, "patina-init -c trap 'exit 0' TERM INT") || !strings.HasSuffix(got, "\n0\n") {
+		var got string
+		WaitFor(t, when+": PID 1 patina-init", time.Minute, func() bool {
+			got = h.Out("init", "default", `tr '\0' ' ' </proc/1/cmdline | cut -c1-40; echo; wc -c </proc/1/environ`)
+			return strings.HasPrefix(got, "patina-init -c trap 'exit 0' TERM INT")
+		})
+		if !strings.HasSuffix(got, "\n0\n") {
 			t.Fatalf("%s: exp PID 1 patina-init with an empty environment, got %q", when, got)
 		}
 	}

@@ -280,9 +280,10 @@ type PauseConfig struct {
 	// Docker engine gets its first agent that way, without the 0.1 s of a
 	// docker exec, and the sidecar starts any later one (through docker
 	// exec, as it always did), so that no two agents ever take turns
-	// killing each other. Having started it, the init replaces itself
-	// with bash (execShellInit), which reaps and exits on SIGTERM or
-	// SIGINT as the init did; where it cannot (no bash), it stays.
+	// killing each other. shellInitDelay after it started it, the init
+	// replaces itself with bash (execShellInit), which reaps and exits on
+	// SIGTERM or SIGINT as the init did; where it cannot (no bash), it
+	// stays.
 	Once bool
 }
 
@@ -327,13 +328,14 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 	if len(keep) > 0 {
 		start()
 	}
+	// Nothing is left to start: a while after the agent's start (not
+	// during it: the shell's own start, its pages read through the
+	// container's file system, slowed the agent's), the init becomes a
+	// shell that only reaps and waits, for a fraction of this process's
+	// memory.
+	var becomeShell <-chan time.Time
 	if cfg.Once && kept != 0 {
-		// Nothing is left to start: the init becomes a shell that only
-		// reaps and waits, for a fraction of this process's memory.
-		signal.Stop(sigs)
-		err := execShellInit()
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
-		fmt.Fprintf(os.Stderr, "patina agent pause: stays the init (%v)\n", err)
+		becomeShell = time.After(shellInitDelay)
 	}
 	for {
 		select {
@@ -362,6 +364,12 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 		case <-restart:
 			restart = nil
 			start()
+		case <-becomeShell:
+			becomeShell = nil
+			signal.Stop(sigs)
+			err := execShellInit()
+			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+			fmt.Fprintf(os.Stderr, "patina agent pause: stays the init (%v)\n", err)
 		case <-ctx.Done():
 			return nil
 		}

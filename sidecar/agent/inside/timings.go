@@ -31,4 +31,8 @@ const (
 	restartQuick = 500 * time.Millisecond
 	restartSlow  = 5 * time.Second
 	shortLived   = 10 * time.Second
+	// shellInitDelay is how long an init that started the first agent
+	// once (agent pause --once) waits before it becomes bash: past the
+	// agent's start and a create's first exec.
+	shellInitDelay = 2 * time.Second
 )
