@@ -352,6 +352,7 @@ func newEngine(cfg Config, stateDir string, logger *slog.Logger) (engine, error)
 		return container.New(cfg.Docker, container.Config{
 			StateDir:  stateDir,
 			Binary:    cfg.AgentBinary,
+			Version:   cfg.Version,
 			Transport: cfg.AgentTransport,
 			Runtime:   cfg.Runtime,
 			Logger:    logger,

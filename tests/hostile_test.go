@@ -668,7 +668,7 @@ echo done)`
 	check("agent started by the container's init")
 
 	// Every agent but the init (pid 1, whose command line names the first
-	// agent's): see TestKillInit.
+	// agent's until it becomes bash): see TestKillInit.
 	res := h.Exec("evil", "default", `for p in $(pgrep -f "agent serve"); do [ "$p" = 1 ] || kill -9 "$p"; done; sleep 0.5; echo after`)
 	if res.Stdout != "after\n" {
 		t.Fatalf("exp the command to outlive its agent: %+v", res)

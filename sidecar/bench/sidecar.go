@@ -47,9 +47,10 @@ func startSidecar(ctx context.Context, bin, stateDir, logPath, img string, timeo
 
 // defaultAgent is the agent a sidecar started from bin ships when it is
 // given none (serve's own default): patina-agent beside bin when it speaks
-// this sidecar's protocol, else bin itself.
+// this sidecar's protocol, else bin itself (its release is not compared:
+// the bench names the agent it chose).
 func defaultAgent(ctx context.Context, bin string) string {
-	if slim, err := pcontainer.SlimAgentBeside(ctx, bin); err == nil {
+	if slim, err := pcontainer.SlimAgentBeside(ctx, bin, ""); err == nil {
 		return slim
 	}
 	return bin

@@ -34,9 +34,9 @@ const slimAgentTimeout = 5 * time.Second
 //	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o patina-linux-arm64 ./sidecar/cmd/patina
 //
 // It is never downloaded.
-func defaultAgentBinary(ctx context.Context, goos, goarch, exe string) (bin string, why error, err error) {
+func defaultAgentBinary(ctx context.Context, goos, goarch, exe, version string) (bin string, why error, err error) {
 	if goos == "linux" {
-		slim, err := SlimAgentBeside(ctx, exe)
+		slim, err := SlimAgentBeside(ctx, exe, version)
 		if err == nil {
 			return slim, nil, nil
 		}
@@ -53,9 +53,10 @@ func defaultAgentBinary(ctx context.Context, goos, goarch, exe string) (bin stri
 }
 
 // SlimAgentBeside is patina-agent beside exe, if it is there (else an
-// error matching fs.ErrNotExist), runs, and speaks this sidecar's protocol
-// (`patina-agent agent version`); otherwise an error saying why not.
-func SlimAgentBeside(ctx context.Context, exe string) (string, error) {
+// error matching fs.ErrNotExist), runs, speaks this sidecar's protocol and
+// is of its release (`patina-agent agent version`; version "" or "dev", on
+// either side, is not compared); otherwise an error saying why not.
+func SlimAgentBeside(ctx context.Context, exe, version string) (string, error) {
 	p := filepath.Join(filepath.Dir(exe), SlimAgentName)
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -66,11 +67,12 @@ func SlimAgentBeside(ctx context.Context, exe string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, slimAgentTimeout)
 	defer cancel()
-	out := &boundedLog{max: 256}
+	out, errOut := &boundedLog{max: 256}, &boundedLog{max: 512}
 	cmd := exec.CommandContext(ctx, p, "agent", "version")
-	cmd.Stdout = out
+	cmd.Stdout, cmd.Stderr = out, errOut
+	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s agent version: %w (an older patina-agent has no version command: rebuild it with this patina)", p, err)
+		return "", fmt.Errorf("%s agent version: %w: %s (an older patina-agent has no version command: rebuild it with this patina)", p, err, strings.TrimSpace(errOut.buf.String()))
 	}
 	// patina-agent VERSION protocol N
 	f := strings.Fields(out.buf.String())
@@ -79,6 +81,9 @@ func SlimAgentBeside(ctx context.Context, exe string) (string, error) {
 	}
 	if n, err := strconv.Atoi(f[3]); err != nil || n != wire.ProtocolVersion {
 		return "", fmt.Errorf("%s (version %s) speaks protocol %s, this sidecar %d: rebuild it with this patina", p, f[1], f[3], wire.ProtocolVersion)
+	}
+	if dev := func(v string) bool { return v == "" || v == "dev" }; !dev(version) && !dev(f[1]) && f[1] != version {
+		return "", fmt.Errorf("%s is version %s, this sidecar %s: install the patina-agent of this release beside it", p, f[1], version)
 	}
 	return p, nil
 }

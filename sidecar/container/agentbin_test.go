@@ -17,10 +17,10 @@ func TestDefaultAgentBinary(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "patina")
-	if got, why, err := defaultAgentBinary(ctx, "linux", "amd64", exe); err != nil || why != nil || got != exe {
+	if got, why, err := defaultAgentBinary(ctx, "linux", "amd64", exe, ""); err != nil || why != nil || got != exe {
 		t.Fatalf("linux: exp %s, got %q %v %v", exe, got, why, err)
 	}
-	_, _, err := defaultAgentBinary(ctx, "darwin", "arm64", exe)
+	_, _, err := defaultAgentBinary(ctx, "darwin", "arm64", exe, "")
 	if err == nil || !strings.Contains(err.Error(), "GOOS=linux GOARCH=arm64 go build -o "+filepath.Join(dir, "patina-linux-arm64")) || !strings.Contains(err.Error(), "--agent-binary") {
 		t.Fatalf("darwin without a Linux build: exp how to make one, got %v", err)
 	}
@@ -28,7 +28,7 @@ func TestDefaultAgentBinary(t *testing.T) {
 	if err := os.WriteFile(want, []byte("x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := defaultAgentBinary(ctx, "darwin", "arm64", exe); err != nil || got != want {
+	if got, _, err := defaultAgentBinary(ctx, "darwin", "arm64", exe, ""); err != nil || got != want {
 		t.Fatalf("darwin: exp %s, got %q %v", want, got, err)
 	}
 }
@@ -48,6 +48,7 @@ func TestDefaultAgentBinarySlim(t *testing.T) {
 		{"no version command", "echo 'unknown command' >&2; exit 2", "rebuild it with this patina", 0o755},
 		{"something else", "echo hello", "not patina-agent's", 0o755},
 		{"not executable", "echo patina-agent x protocol 2", "not an executable file", 0o644},
+		{"another release", fmt.Sprintf("echo patina-agent v1.1 protocol %d", wire.ProtocolVersion), "is version v1.1, this sidecar v1.2", 0o755},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -56,7 +57,7 @@ func TestDefaultAgentBinarySlim(t *testing.T) {
 			if err := os.WriteFile(slim, []byte("#!/bin/sh\n"+c.script+"\n"), c.mode); err != nil {
 				t.Fatal(err)
 			}
-			got, why, err := defaultAgentBinary(ctx, "linux", "amd64", exe)
+			got, why, err := defaultAgentBinary(ctx, "linux", "amd64", exe, "v1.2")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -143,10 +143,14 @@ func validID(id string) error {
 type Config struct {
 	// StateDir labels what this sidecar owns.
 	StateDir string
-	// Binary is the patina binary shipped into containers (default: this
-	// process's executable). Static runs in any image; a dynamically
-	// linked one only where its libc is.
+	// Binary is the patina binary shipped into containers (default:
+	// patina-agent beside this process's executable when it fits, else the
+	// executable; see defaultAgentBinary). Static runs in any image; a
+	// dynamically linked one only where its libc is.
 	Binary string
+	// Version is the sidecar's: a patina-agent beside it of another
+	// release is not shipped by default ("" or "dev": not compared).
+	Version string
 	// Transport reaches the agent: "netns" (through the container's network
 	// namespace; the sidecar and the engine on one host), "exec" (a docker
 	// exec relay; any engine), or "auto" (default: netns for a local engine
@@ -214,7 +218,7 @@ func New(api API, cfg Config) (*Docker, error) {
 			return nil, fmt.Errorf("find the patina binary to ship into workspaces: %w", err)
 		}
 		var passed error
-		if cfg.Binary, passed, err = defaultAgentBinary(context.Background(), runtime.GOOS, runtime.GOARCH, exe); err != nil {
+		if cfg.Binary, passed, err = defaultAgentBinary(context.Background(), runtime.GOOS, runtime.GOARCH, exe, cfg.Version); err != nil {
 			return nil, err
 		}
 		if passed != nil {

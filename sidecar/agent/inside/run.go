@@ -287,6 +287,12 @@ type PauseConfig struct {
 	Once bool
 }
 
+// initNoise are the signals Pause takes and drops: those whose default in
+// a Go program ends it, but for SIGTERM and SIGINT, which end the init.
+var initNoise = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+	syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGABRT, syscall.SIGTRAP, syscall.SIGILL, syscall.SIGBUS,
+	syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS, syscall.SIGVTALRM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGIO}
+
 // Pause runs cfg (see PauseConfig).
 func Pause(ctx context.Context, cfg PauseConfig) error {
 	keep := cfg.Keep
@@ -304,6 +310,13 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
 	defer signal.Stop(sigs)
+	// The kernel delivers a signal sent to PID 1 from inside its
+	// namespace only if PID 1 handles it, and Go's runtime handles these
+	// by ending the process (and so the container): taken here and
+	// dropped. Not ignored (SIG_IGN), which the agent would inherit.
+	noise := make(chan os.Signal, 16)
+	signal.Notify(noise, initNoise...)
+	defer signal.Stop(noise)
 	kept := 0 // the kept command's pid
 	var started time.Time
 	var restart <-chan time.Time
@@ -364,9 +377,20 @@ func Pause(ctx context.Context, cfg PauseConfig) error {
 		case <-restart:
 			restart = nil
 			start()
+		case <-noise:
 		case <-becomeShell:
 			becomeShell = nil
 			signal.Stop(sigs)
+			// A stop that came meanwhile is done, not lost in the exec
+			// (SIGCHLDs: the shell's start reaps).
+			for len(sigs) > 0 {
+				if sig := <-sigs; sig != syscall.SIGCHLD {
+					return nil
+				}
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
 			err := execShellInit()
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
 			fmt.Fprintf(os.Stderr, "patina agent pause: stays the init (%v)\n", err)

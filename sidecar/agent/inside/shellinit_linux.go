@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -13,13 +15,18 @@ import (
 // what `ps` shows as PID 1.
 const shellInitName = "patina-init"
 
-// shellInitScript is that shell's program. It blocks in read on a pipe it
-// holds both ends of (fd %d the read end: no data, never EOF), with only
+// shellInitScript is that shell's program (%[1]s: patina's init, quoted,
+// which a shell that is not bash execs again; %[2]d: the read end of a
+// pipe it holds both ends of, no data and never EOF). It blocks in read, with only
 // builtins, so it never forks. bash reaps any child that ends, its own or
-// an orphan given to PID 1 (its SIGCHLD handler waits for any pid), and
-// on SIGTERM or SIGINT it exits, ending the container, as Pause does.
-const shellInitScript = `trap 'exit 0' TERM INT
-while :; do read -r -u %d _; done`
+// an orphan given to PID 1 (its SIGCHLD handler waits for any pid; the
+// CHLD it sends itself reaps one that ended before the handler was
+// there), and on SIGTERM or SIGINT it exits, ending the container, as
+// Pause does.
+const shellInitScript = `[ -n "$BASH_VERSION" ] || exec %[1]s agent pause
+trap 'exit 0' TERM INT
+kill -s CHLD $$
+while :; do read -r -u %[2]d _; done`
 
 // execShellInit replaces this process (the container's init, which has
 // started the first agent and holds nothing more) with bash, running
@@ -30,6 +37,19 @@ while :; do read -r -u %d _; done`
 // exec failed; the caller then goes on as the init itself.
 func execShellInit() error {
 	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return err
+	}
+	// A bash that is a link to another program (busybox, which takes
+	// its applet from argv[0], or dash) would end the container.
+	real, err := filepath.EvalSymlinks(bash)
+	if err != nil {
+		return err
+	}
+	if filepath.Base(real) != "bash" {
+		return fmt.Errorf("%s is %s, not bash", bash, real)
+	}
+	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
@@ -55,7 +75,8 @@ func execShellInit() error {
 			break
 		}
 	}
-	err = syscall.Exec(bash, []string{shellInitName, "-c", fmt.Sprintf(shellInitScript, rfd)}, []string{})
+	quoted := "'" + strings.ReplaceAll(self, "'", `'\''`) + "'"
+	err = syscall.Exec(bash, []string{shellInitName, "-c", fmt.Sprintf(shellInitScript, quoted, rfd)}, []string{})
 	inherit(false)
 	r.Close()
 	w.Close()

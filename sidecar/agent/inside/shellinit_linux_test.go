@@ -122,3 +122,26 @@ func childrenOf(t *testing.T, pid int) []string {
 	}
 	return kids
 }
+
+// A bash on the PATH that is a link to another program (busybox takes its
+// applet from argv[0]; dash has no read -u) is refused before any exec:
+// the init stays itself.
+func TestExecShellInitRefusesAnotherShell(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh here")
+	}
+	real, err := filepath.EvalSymlinks(sh)
+	if err != nil || filepath.Base(real) == "bash" {
+		t.Skipf("sh is bash here (%s %v): nothing else to link to", real, err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(real, filepath.Join(dir, "bash")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	err = execShellInit()
+	if err == nil || !strings.Contains(err.Error(), "not bash") {
+		t.Fatalf("exp a refusal of %s as bash, got %v", real, err)
+	}
+}

@@ -142,7 +142,8 @@ func sendFDs(nc net.Conn) {
 }
 
 // killAgents SIGKILLs every `patina agent serve` of the container but its
-// init (pid 1, `agent pause --once -- agent serve ...`): under runc the
+// init (pid 1, `agent pause --once -- agent serve ...` until it becomes
+// bash): under runc the
 // kernel ignores a SIGKILL sent to the init from inside anyway; gVisor
 // (runsc 20221219) delivers it and the container stops, which ends this
 // workspace, not the test of what a hostile agent does to the sidecar.
