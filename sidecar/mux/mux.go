@@ -46,6 +46,12 @@ const (
 	typeGoAway = 7 // payload: reason; the sender is closing the connection
 )
 
+// readBuffer is the read loop's buffer. Frames are small (a header, a
+// command's output) or up to MaxData; the rest of a large frame is read
+// straight into its payload, past the buffer. An idle connection keeps
+// it: one per workspace, so 64 KiB was 64 MB for 1,000 workspaces.
+const readBuffer = 16 << 10
+
 // flagFIN on OPEN or DATA: the sender will send no more data on the stream.
 const flagFIN = 1
 
@@ -444,7 +450,7 @@ func (c *Conn) violation(format string, args ...any) {
 }
 
 func (c *Conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(c.nc, readBuffer)
 	var hdr [HeaderLen]byte
 	var small [maxReason]byte
 	for {

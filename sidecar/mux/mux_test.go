@@ -461,3 +461,46 @@ func BenchmarkRoundTrip(b *testing.B) {
 		st.Close()
 	}
 }
+
+// BenchmarkStream sends 16 MiB down one stream in writes of each size:
+// whole frames, and a command's small lines.
+func BenchmarkStream(b *testing.B) {
+	for _, size := range []int{MaxData, 256} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			c, s := pair(b, Config{}, Config{})
+			const total = 16 << 20
+			chunk := make([]byte, size)
+			go func() {
+				for {
+					st, err := s.Accept(context.Background())
+					if err != nil {
+						return
+					}
+					go func() {
+						defer st.Close()
+						for sent := 0; sent < total; sent += size {
+							if _, err := st.Write(chunk); err != nil {
+								return
+							}
+						}
+						_ = st.CloseWrite()
+					}()
+				}
+			}()
+			ctx := context.Background()
+			buf := make([]byte, 32<<10)
+			b.SetBytes(total)
+			for b.Loop() {
+				st, err := c.Open(ctx, []byte("stream"), true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{st}, buf)
+				if err != nil || n != total {
+					b.Fatalf("read %d bytes of %d: %v", n, total, err)
+				}
+				st.Close()
+			}
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/patina-dev/patina/worktree"
@@ -19,19 +18,31 @@ import (
 
 // eventLog appends a workspace's events (created, command run, committed,
 // merged ...) to its log in the background, batching them: a command must
-// not wait for a git note update. Events beyond the queue are counted and
-// the count is logged instead of them.
+// not wait for a git note update. Events beyond the queue (maxQueued) are
+// counted and the count is logged instead of them. The queue is a slice
+// that holds only what waits: an idle workspace's log costs the sidecar a
+// few hundred bytes, not a preallocated buffer (a channel of 4,096 events
+// took 256 KiB per workspace, 256 MB for 1,000 of them).
 type eventLog struct {
 	sink    logSink
 	redact  func(string) string
 	log     *slog.Logger
-	ch      chan worktree.Event
+	wake    chan struct{} // one token: the queue has events
 	sync    chan chan struct{}
 	quit    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
-	dropped atomic.Int64
+
+	mu      sync.Mutex
+	queue   []worktree.Event // at most maxQueued
+	dropped int64
 }
+
+// maxQueued bounds the events waiting to be written.
+const maxQueued = 4096
+
+// maxBatch bounds the events one write takes under a burst.
+const maxBatch = 512
 
 // minInterval spaces a workspace's log writes under load.
 const minInterval = 200 * time.Millisecond
@@ -48,7 +59,7 @@ func newEventLog(sink logSink, logger *slog.Logger, redact func(string) string) 
 		sink:    sink,
 		redact:  redact,
 		log:     logger,
-		ch:      make(chan worktree.Event, 4096),
+		wake:    make(chan struct{}, 1),
 		sync:    make(chan chan struct{}),
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -65,10 +76,21 @@ func (l *eventLog) add(ev worktree.Event) {
 	if l.redact != nil {
 		ev.Message = l.redact(ev.Message)
 	}
+	l.mu.Lock()
+	if len(l.queue) < maxQueued {
+		l.queue = append(l.queue, ev)
+	} else {
+		l.dropped++
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+// signal wakes the loop (never blocks).
+func (l *eventLog) signal() {
 	select {
-	case l.ch <- ev:
+	case l.wake <- struct{}{}:
 	default:
-		l.dropped.Add(1)
 	}
 }
 
@@ -104,44 +126,54 @@ func (l *eventLog) loop() {
 	// wait.
 	var hold <-chan time.Time
 	for {
-		ch := l.ch
+		wake := l.wake
 		if hold != nil {
-			ch = nil
+			wake = nil
 		}
 		select {
-		case ev := <-ch:
-			l.write(append([]worktree.Event{ev}, l.drain(512)...))
-			hold = time.After(minInterval)
+		case <-wake:
+			if evs := l.take(maxBatch); len(evs) > 0 {
+				l.write(evs)
+				hold = time.After(minInterval)
+			}
 		case <-hold:
 			hold = nil
+			l.mu.Lock()
+			more := len(l.queue) > 0 || l.dropped > 0
+			l.mu.Unlock()
+			if more {
+				l.signal()
+			}
 		case reply := <-l.sync:
-			l.write(l.drain(-1))
+			l.write(l.take(-1))
 			close(reply)
 		case <-l.quit:
-			l.write(l.drain(-1))
+			l.write(l.take(-1))
 			return
 		}
 	}
 }
 
-// drain takes up to max queued events (all if max < 0) without waiting.
-func (l *eventLog) drain(max int) []worktree.Event {
+// take removes up to max queued events (all if max < 0) and, once the
+// queue is empty, a note of how many were dropped.
+func (l *eventLog) take(max int) []worktree.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var evs []worktree.Event
-	for max < 0 || len(evs) < max {
-		select {
-		case ev := <-l.ch:
-			evs = append(evs, ev)
-		default:
-			return evs
-		}
+	if max < 0 || len(l.queue) <= max {
+		evs, l.queue = l.queue, nil
+	} else {
+		evs = append([]worktree.Event(nil), l.queue[:max]...)
+		l.queue = append(l.queue[:0:0], l.queue[max:]...)
+	}
+	if len(l.queue) == 0 && l.dropped > 0 {
+		evs = append(evs, worktree.Event{Time: time.Now().UTC(), Kind: "dropped", Message: fmt.Sprintf("%d events not logged: the log queue was full", l.dropped)})
+		l.dropped = 0
 	}
 	return evs
 }
 
 func (l *eventLog) write(evs []worktree.Event) {
-	if n := l.dropped.Swap(0); n > 0 {
-		evs = append(evs, worktree.Event{Time: time.Now().UTC(), Kind: "dropped", Message: fmt.Sprintf("%d events not logged: the log queue was full", n)})
-	}
 	if len(evs) == 0 {
 		return
 	}

@@ -3,8 +3,12 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/patina-dev/patina/worktree"
@@ -34,5 +38,89 @@ func TestFileSinkStaysBounded(t *testing.T) {
 	}
 	if exp, got := "echo 1999", evs[len(evs)-1].Message; exp != got {
 		t.Fatalf("exp the newest event kept: exp %q, got %q", exp, got)
+	}
+}
+
+// gateSink records what is appended; while gate is open (not nil), each
+// append says so on entered and waits for gate.
+type gateSink struct {
+	mu      sync.Mutex
+	got     []worktree.Event
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gateSink) append(_ context.Context, evs []worktree.Event) error {
+	if g.gate != nil {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.got = append(g.got, evs...)
+	return nil
+}
+
+func (g *gateSink) read(context.Context) ([]worktree.Event, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.got), nil
+}
+
+func TestEventLogKeepsOrder(t *testing.T) {
+	sink := &gateSink{}
+	l := newEventLog(sink, slog.New(slog.DiscardHandler), nil)
+	defer l.close()
+	for i := range 1500 {
+		l.add(worktree.Event{Kind: "command", Message: fmt.Sprint(i)})
+	}
+	evs, err := l.read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp, got := 1500, len(evs); exp != got {
+		t.Fatalf("exp %d events, got %d", exp, got)
+	}
+	for i, ev := range evs {
+		if exp := fmt.Sprint(i); ev.Message != exp {
+			t.Fatalf("event %d: exp %q, got %q", i, exp, ev.Message)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cap(l.queue) != 0 {
+		t.Fatalf("exp an empty queue to hold no buffer, got capacity %d", cap(l.queue))
+	}
+}
+
+// A log whose writes are stuck keeps at most maxQueued events and then
+// says how many it dropped.
+func TestEventLogDropsBeyondQueue(t *testing.T) {
+	sink := &gateSink{entered: make(chan struct{}), gate: make(chan struct{})}
+	l := newEventLog(sink, slog.New(slog.DiscardHandler), nil)
+	defer l.close()
+	l.add(worktree.Event{Kind: "command", Message: "first"})
+	<-sink.entered // the loop writes "first" and is stuck there
+	for i := range maxQueued + 10 {
+		l.add(worktree.Event{Kind: "command", Message: fmt.Sprint(i)})
+	}
+	close(sink.gate)
+	go func() {
+		for range sink.entered {
+		}
+	}()
+	evs, err := l.read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp, got := 1+maxQueued+1, len(evs); exp != got {
+		t.Fatalf("exp %d events, got %d", exp, got)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != "dropped" || !strings.HasPrefix(last.Message, "10 events not logged") {
+		t.Fatalf("exp a note of 10 dropped events last, got %+v", last)
+	}
+	if exp, got := fmt.Sprint(maxQueued-1), evs[len(evs)-2].Message; exp != got {
+		t.Fatalf("exp the queue's last event kept: exp %q, got %q", exp, got)
 	}
 }
