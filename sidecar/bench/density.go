@@ -55,6 +55,12 @@ type DensityReport struct {
 	HostAvailableBytes    int64 `json:"host_available_bytes"`
 	// SidecarRSSBytes is the sidecar's resident memory with all of them.
 	SidecarRSSBytes int64 `json:"sidecar_rss_bytes"`
+	// StorageDriver is the engine's (docker info): with fuse-overlayfs
+	// each container reads the image's files (bash, libc) through a mount
+	// of its own and holds its own page cache of them, which `docker
+	// stats` counts; with overlay2 they are cached once for every
+	// container of the image.
+	StorageDriver string `json:"storage_driver"`
 	// Exec is one exec of `true` in each, one after the other, after they
 	// idled; Slow counts those over 1 s, ExecErrors those that failed.
 	Exec       Latency `json:"exec"`
@@ -70,6 +76,11 @@ func Density(ctx context.Context, o HostOptions) (DensityReport, error) {
 	if err := o.prepare("density"); err != nil {
 		return rep, err
 	}
+	info, err := o.API.Info(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("bench density: ask the engine for its storage driver: %w", err)
+	}
+	rep.StorageDriver = info.Driver
 	p, done, err := o.startOwn(ctx, "density")
 	if err != nil {
 		return rep, err
@@ -217,6 +228,18 @@ func (r DensityReport) Pass() bool {
 		r.MemoryBytes > 0 && r.MemoryBytes <= TargetIdleWorkspaceBytes
 }
 
+// driverNote names the storage driver and, for fuse-overlayfs, what it
+// costs each container.
+func driverNote(driver string) string {
+	switch driver {
+	case "":
+		return "unknown"
+	case "fuse-overlayfs":
+		return driver + " (each container holds its own page cache of the image's files; overlay2 shares it)"
+	}
+	return driver
+}
+
 // WriteText prints the density run.
 func (r DensityReport) WriteText(w io.Writer) error {
 	verdict := func(ok bool) string {
@@ -233,6 +256,7 @@ func (r DensityReport) WriteText(w io.Writer) error {
 idle workspace memory (docker stats) mean %s, largest %s (%d read)   target ≤ %s   %s
   less all its page cache           mean %s   target ≤ %s   %s
 this host's memory per workspace    %s (MemAvailable before − after ÷ created; %s left)
+the engine's storage driver         %s
 the sidecar's RSS with them         %s
 one exec in each, after idling      p50 %s, p99 %s, max %s; over 1 s: %d, failed: %d   target all ≤ 1 s   %s
 `,
@@ -240,6 +264,7 @@ one exec in each, after idling      p50 %s, p99 %s, max %s; over 1 s: %d, failed
 		fmtBytes(r.MemoryBytes), fmtBytes(r.MaxMemoryBytes), r.MemorySamples, fmtBytes(TargetIdleWorkspaceBytes), verdict(r.MemoryBytes > 0 && r.MemoryBytes <= TargetIdleWorkspaceBytes),
 		fmtBytes(r.NoCacheBytes), fmtBytes(TargetIdleWorkspaceBytes), verdict(r.NoCacheBytes > 0 && r.NoCacheBytes <= TargetIdleWorkspaceBytes),
 		fmtBytes(r.HostBytesPerWorkspace), fmtBytes(r.HostAvailableBytes),
+		driverNote(r.StorageDriver),
 		fmtBytes(r.SidecarRSSBytes),
 		fmtMS(r.Exec.P50MS), fmtMS(r.Exec.P99MS), fmtMS(r.Exec.MaxMS), r.Slow, r.ExecErrors, verdict(r.Created > 0 && r.Slow == 0 && r.ExecErrors == 0))
 	return err

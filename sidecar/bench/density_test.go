@@ -45,8 +45,15 @@ func TestDensityTiny(t *testing.T) {
 	if rep.SidecarRSSBytes <= 0 || rep.HostAvailableBytes <= 0 {
 		t.Errorf("exp the sidecar's RSS and the host's memory, got %+v", rep)
 	}
+	info, err := api.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.StorageDriver != info.Driver {
+		t.Errorf("exp the engine's storage driver %q, got %q", info.Driver, rep.StorageDriver)
+	}
 	var text strings.Builder
-	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "3 of 3") {
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "3 of 3") || !strings.Contains(text.String(), "storage driver         "+info.Driver) {
 		t.Errorf("report text: %v\n%s", err, text.String())
 	}
 	t.Logf("\n%s", text.String())

@@ -85,9 +85,11 @@ and the binary (--node-binary) must be on every node.
 With --density N, it measures instead how many workspaces this host holds:
 it creates N workspaces (4 at a time, each to its first exec), lets them
 idle, and prints an idle workspace's memory as docker stats shows it (its
-init, agent and one idle shell: target ≤ 6 MB), what each costs this host
-(MemAvailable before and after), the sidecar's RSS, and the time of one exec
-of ` + "`true`" + ` in each (target: every one within 1 s). The density run of
+init, agent and one idle shell: target ≤ 6 MB) and less all its page cache,
+what each costs this host (MemAvailable before and after), the engine's
+storage driver (on fuse-overlayfs each container caches the image's files on
+its own, about 3.5 MB), the sidecar's RSS, and the time of one exec of
+` + "`true`" + ` in each (target: every one within 1 s). The density run of
 README ("Density") is --density 1000; it needs about 15 GB of free memory
 and the engine's default limits (a thousand containers, a thousand veths
 unless the workspaces are network none).
