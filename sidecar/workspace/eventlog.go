@@ -41,6 +41,10 @@ type eventLog struct {
 // maxQueued bounds the events waiting to be written.
 const maxQueued = 4096
 
+// maxQueuedMessage bounds a queued event's message (a command's text can be
+// megabytes): the queue holds at most maxQueued × maxQueuedMessage.
+const maxQueuedMessage = 4 << 10
+
 // maxBatch bounds the events one write takes under a burst.
 const maxBatch = 512
 
@@ -75,6 +79,11 @@ func (l *eventLog) add(ev worktree.Event) {
 	}
 	if l.redact != nil {
 		ev.Message = l.redact(ev.Message)
+	}
+	if len(ev.Message) > maxQueuedMessage {
+		// The log keeps less of it (worktree cuts a message to one line of
+		// 2 KiB); cut after redacting, so no part of a secret is left.
+		ev.Message = ev.Message[:maxQueuedMessage]
 	}
 	l.mu.Lock()
 	if len(l.queue) < maxQueued {

@@ -124,3 +124,31 @@ func TestEventLogDropsBeyondQueue(t *testing.T) {
 		t.Fatalf("exp the queue's last event kept: exp %q, got %q", exp, got)
 	}
 }
+
+// A command of a megabyte is queued cut: a burst of them cannot hold
+// megabytes each in the sidecar.
+func TestEventLogCutsLongMessages(t *testing.T) {
+	sink := &gateSink{entered: make(chan struct{}), gate: make(chan struct{})}
+	l := newEventLog(sink, slog.New(slog.DiscardHandler), func(s string) string {
+		return strings.ReplaceAll(s, "hunter2", "[redacted]")
+	})
+	defer l.close()
+	l.add(worktree.Event{Kind: "command", Message: "first"})
+	<-sink.entered
+	long := strings.Repeat("x", maxQueuedMessage-3) + "hunter2" + strings.Repeat("y", 1<<20)
+	l.add(worktree.Event{Kind: "command", Message: long})
+	l.mu.Lock()
+	got := l.queue[0].Message
+	l.mu.Unlock()
+	close(sink.gate)
+	go func() {
+		for range sink.entered {
+		}
+	}()
+	if len(got) > maxQueuedMessage {
+		t.Fatalf("exp the queued message cut to %d bytes, got %d", maxQueuedMessage, len(got))
+	}
+	if strings.Contains(got, "hun") {
+		t.Fatalf("exp the secret redacted before the cut, got ...%q", got[len(got)-16:])
+	}
+}
