@@ -66,8 +66,9 @@ func hexs(b []byte) []byte {
 	return out
 }
 
-// echo serves streams: it answers each with "re:" + header + the body.
-func echo(s *Conn) {
+// serveStreams runs handle on each stream s accepts, in a goroutine of its
+// own, and closes the stream after, until s is closed.
+func serveStreams(s *Conn, handle func(*Stream)) {
 	for {
 		st, err := s.Accept(context.Background())
 		if err != nil {
@@ -75,13 +76,20 @@ func echo(s *Conn) {
 		}
 		go func() {
 			defer st.Close()
-			body, err := io.ReadAll(st)
-			if err != nil {
-				return
-			}
-			_, _ = st.WriteFinal(append(append([]byte("re:"), st.Header()...), body...))
+			handle(st)
 		}()
 	}
+}
+
+// echo serves streams: it answers each with "re:" + header + the body.
+func echo(s *Conn) {
+	serveStreams(s, func(st *Stream) {
+		body, err := io.ReadAll(st)
+		if err != nil {
+			return
+		}
+		_, _ = st.WriteFinal(append(append([]byte("re:"), st.Header()...), body...))
+	})
 }
 
 func TestRequestResponse(t *testing.T) {
@@ -470,23 +478,14 @@ func BenchmarkStream(b *testing.B) {
 			c, s := pair(b, Config{}, Config{})
 			const total = 16 << 20
 			chunk := make([]byte, size)
-			go func() {
-				for {
-					st, err := s.Accept(context.Background())
-					if err != nil {
+			go serveStreams(s, func(st *Stream) {
+				for sent := 0; sent < total; sent += size {
+					if _, err := st.Write(chunk); err != nil {
 						return
 					}
-					go func() {
-						defer st.Close()
-						for sent := 0; sent < total; sent += size {
-							if _, err := st.Write(chunk); err != nil {
-								return
-							}
-						}
-						_ = st.CloseWrite()
-					}()
 				}
-			}()
+				_ = st.CloseWrite()
+			})
 			ctx := context.Background()
 			buf := make([]byte, 32<<10)
 			b.SetBytes(total)
