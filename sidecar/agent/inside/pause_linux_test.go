@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -22,38 +21,19 @@ func TestPauseOutlivesSignals(t *testing.T) {
 		fmt.Println("pause:", err)
 		os.Exit(0)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPauseOutlivesSignals$")
-	cmd.Env = append(os.Environ(), pauseHelper+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	h := startHelper(t, "TestPauseOutlivesSignals", pauseHelper)
 	// Pause has taken the signals once its noise is registered: give it a
 	// moment, then check it is still there after each.
 	time.Sleep(300 * time.Millisecond)
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGABRT} {
-		if err := cmd.Process.Signal(sig); err != nil {
+		if err := h.cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("the init ended on %v: %v\n%s", sig, err, out.String())
-		case <-time.After(100 * time.Millisecond):
+		if ended, err := h.endedWithin(100 * time.Millisecond); ended {
+			t.Fatalf("the init ended on %v: %v\n%s", sig, err, h.out.String())
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil || !bytes.Contains(out.Bytes(), []byte("pause: <nil>")) {
-			t.Fatalf("exp Pause to return nil on SIGTERM, got %v\n%s", err, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("still running 30 s after SIGTERM\n%s", out.String())
+	if err := h.term(t); err != nil || !bytes.Contains(h.out.Bytes(), []byte("pause: <nil>")) {
+		t.Fatalf("exp Pause to return nil on SIGTERM, got %v\n%s", err, h.out.String())
 	}
 }

@@ -1,14 +1,12 @@
 package inside
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,16 +25,8 @@ func TestExecShellInit(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash here: the init stays itself where there is none")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestExecShellInit$")
-	cmd.Env = append(os.Environ(), shellInitHelper+"=1", "PATINA_AGENT_TOKEN=secret-of-the-first-agent")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	pid := cmd.Process.Pid
+	h := startHelper(t, "TestExecShellInit", shellInitHelper, "PATINA_AGENT_TOKEN=secret-of-the-first-agent")
+	pid := h.cmd.Process.Pid
 	proc := fmt.Sprintf("/proc/%d/", pid)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -44,14 +34,11 @@ func TestExecShellInit(t *testing.T) {
 		if strings.HasPrefix(string(b), shellInitName+"\x00-c\x00") {
 			break
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("the helper ended before it became bash: %v\n%s", err, out.String())
-		default:
+		if ended, err := h.endedWithin(0); ended {
+			t.Fatalf("the helper ended before it became bash: %v\n%s", err, h.out.String())
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("not bash after 30 s: cmdline %q\n%s", b, out.String())
+			t.Fatalf("not bash after 30 s: cmdline %q", b)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -66,17 +53,8 @@ func TestExecShellInit(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exp exit 0 on SIGTERM, got %v\n%s", err, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("still running 30 s after SIGTERM\n%s", out.String())
+	if err := h.term(t); err != nil {
+		t.Fatalf("exp exit 0 on SIGTERM, got %v\n%s", err, h.out.String())
 	}
 }
 
