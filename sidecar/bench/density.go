@@ -53,8 +53,10 @@ type DensityReport struct {
 	// and engine included.
 	HostBytesPerWorkspace int64 `json:"host_bytes_per_workspace"`
 	HostAvailableBytes    int64 `json:"host_available_bytes"`
-	// SidecarRSSBytes is the sidecar's resident memory with all of them.
-	SidecarRSSBytes int64 `json:"sidecar_rss_bytes"`
+	// SidecarRSSBytes is the sidecar's resident memory with all of them,
+	// SidecarRSSBeforeBytes before the first create.
+	SidecarRSSBytes       int64 `json:"sidecar_rss_bytes"`
+	SidecarRSSBeforeBytes int64 `json:"sidecar_rss_before_bytes"`
 	// StorageDriver is the engine's (docker info): with fuse-overlayfs
 	// each container reads the image's files (bash, libc) through a mount
 	// of its own and holds its own page cache of them, which `docker
@@ -89,6 +91,9 @@ func Density(ctx context.Context, o HostOptions) (DensityReport, error) {
 	c := pclient.New(p.Addr, p.Token, nil)
 	before, err := memAvailable()
 	if err != nil {
+		return rep, err
+	}
+	if rep.SidecarRSSBeforeBytes, err = p.rss(); err != nil {
 		return rep, err
 	}
 
@@ -228,6 +233,15 @@ func (r DensityReport) Pass() bool {
 		r.MemoryBytes > 0 && r.MemoryBytes <= TargetIdleWorkspaceBytes
 }
 
+// sidecarPerWorkspace is what the sidecar's RSS grew by for each created
+// workspace.
+func (r DensityReport) sidecarPerWorkspace() int64 {
+	if r.Created == 0 {
+		return 0
+	}
+	return (r.SidecarRSSBytes - r.SidecarRSSBeforeBytes) / int64(r.Created)
+}
+
 // driverNote names the storage driver and, for fuse-overlayfs, what it
 // costs each container.
 func driverNote(driver string) string {
@@ -257,7 +271,7 @@ idle workspace memory (docker stats) mean %s, largest %s (%d read)   target ≤ 
   less all its page cache           mean %s   target ≤ %s   %s
 this host's memory per workspace    %s (MemAvailable before − after ÷ created; %s left)
 the engine's storage driver         %s
-the sidecar's RSS with them         %s
+the sidecar's RSS with them         %s (%s before them: %s a workspace)
 one exec in each, after idling      p50 %s, p99 %s, max %s; over 1 s: %d, failed: %d   target all ≤ 1 s   %s
 `,
 		created, verdict(r.Created == r.Workspaces),
@@ -265,7 +279,7 @@ one exec in each, after idling      p50 %s, p99 %s, max %s; over 1 s: %d, failed
 		fmtBytes(r.NoCacheBytes), fmtBytes(TargetIdleWorkspaceBytes), verdict(r.NoCacheBytes > 0 && r.NoCacheBytes <= TargetIdleWorkspaceBytes),
 		fmtBytes(r.HostBytesPerWorkspace), fmtBytes(r.HostAvailableBytes),
 		driverNote(r.StorageDriver),
-		fmtBytes(r.SidecarRSSBytes),
+		fmtBytes(r.SidecarRSSBytes), fmtBytes(r.SidecarRSSBeforeBytes), fmt.Sprintf("%.0f KB", float64(r.sidecarPerWorkspace())/1e3),
 		fmtMS(r.Exec.P50MS), fmtMS(r.Exec.P99MS), fmtMS(r.Exec.MaxMS), r.Slow, r.ExecErrors, verdict(r.Created > 0 && r.Slow == 0 && r.ExecErrors == 0))
 	return err
 }

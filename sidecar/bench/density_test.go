@@ -42,7 +42,7 @@ func TestDensityTiny(t *testing.T) {
 	if rep.MemorySamples != 3 || rep.MemoryBytes <= 0 || rep.MaxMemoryBytes < rep.MemoryBytes || rep.NoCacheBytes <= 0 || rep.NoCacheBytes > rep.MemoryBytes {
 		t.Errorf("inconsistent memory figures: %+v", rep)
 	}
-	if rep.SidecarRSSBytes <= 0 || rep.HostAvailableBytes <= 0 {
+	if rep.SidecarRSSBytes <= 0 || rep.SidecarRSSBeforeBytes <= 0 || rep.HostAvailableBytes <= 0 {
 		t.Errorf("exp the sidecar's RSS and the host's memory, got %+v", rep)
 	}
 	info, err := api.Info(ctx)
