@@ -146,13 +146,9 @@ func (l *eventLog) loop() {
 				hold = time.After(minInterval)
 			}
 		case <-hold:
+			// What came or was left during the hold is taken next.
 			hold = nil
-			l.mu.Lock()
-			more := len(l.queue) > 0 || l.dropped > 0
-			l.mu.Unlock()
-			if more {
-				l.signal()
-			}
+			l.signal()
 		case reply := <-l.sync:
 			l.write(l.take(-1))
 			close(reply)
@@ -172,8 +168,8 @@ func (l *eventLog) take(max int) []worktree.Event {
 	if max < 0 || len(l.queue) <= max {
 		evs, l.queue = l.queue, nil
 	} else {
-		evs = append([]worktree.Event(nil), l.queue[:max]...)
-		l.queue = append(l.queue[:0:0], l.queue[max:]...)
+		// evs's capacity ends at max: what add appends cannot reach it.
+		evs, l.queue = l.queue[:max:max], l.queue[max:]
 	}
 	if len(l.queue) == 0 && l.dropped > 0 {
 		evs = append(evs, worktree.Event{Time: time.Now().UTC(), Kind: "dropped", Message: fmt.Sprintf("%d events not logged: the log queue was full", l.dropped)})
